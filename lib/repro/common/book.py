@@ -1,0 +1,176 @@
+"""Build the book: execute what changed, gather the scorecard, stage the sources, render with Jupyter Book.
+
+``make book`` calls :func:`build`. Each chapter is executed by papermill (two at a time, one thread each)
+only when :func:`repro.common.runner.inputs_hash` differs from the hash stored beside its last executed
+copy; Jupyter Book's own cache looks at code cells only and would miss a change in ``lib/``. The sources
+are staged into ``_build/src`` (the pages, the executed notebooks, the generated scorecard, a local copy
+of MathJax so the site reads offline) and rendered with execution off and warnings as errors.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from .claims import fmt, load_ledgers
+from .paths import REPO_ROOT, chapter_slugs, notebook_path, results_dir
+from .runner import RunError, execute, inputs_hash
+
+STAGE = REPO_ROOT / "_build" / "src"
+SCORECARD_MARK = "<!-- scorecard-table -->"
+
+
+def _hash_file(slug: str, profile: str) -> Path:
+    return results_dir(slug) / f"{profile}-seed0.hash"
+
+
+def is_current(slug: str, profile: str) -> bool:
+    """True when the executed notebook and ledger exist and their inputs hash the same as now."""
+    params = {"profile": profile, "seed": 0}
+    h, nb = _hash_file(slug, profile), results_dir(slug) / f"{profile}-seed0.ipynb"
+    ledger = results_dir(slug) / f"{profile}-seed0.json"
+    return h.exists() and nb.exists() and ledger.exists() and h.read_text().strip() == inputs_hash(slug, params)
+
+
+def execute_one(slug: str, profile: str, timeout_s: int | None = None) -> tuple[str, float]:
+    """Execute one chapter at seed 0 and store its inputs hash (computed before the run starts)."""
+    params = {"profile": profile, "seed": 0}
+    digest = inputs_hash(slug, params)
+    _hash_file(slug, profile).unlink(missing_ok=True)
+    result = execute(slug, params, timeout_s=timeout_s)
+    _hash_file(slug, profile).write_text(digest + "\n")
+    return slug, result.seconds
+
+
+def execute_changed(profile: str, jobs: int = 2, slugs: list[str] | None = None,
+                    timeout_s: int | None = None) -> list[str]:
+    """Execute every chapter whose inputs changed; return the failures' messages (empty when all ran)."""
+    todo = [s for s in (slugs or chapter_slugs()) if not is_current(s, profile)]
+    skipped = sorted(set(slugs or chapter_slugs()) - set(todo))
+    if skipped:
+        print(f"up to date ({profile}): {', '.join(skipped)}")
+    failures: list[str] = []
+    if not todo:
+        return failures
+    print(f"executing ({profile}, {jobs} at a time): {', '.join(todo)}", flush=True)
+    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo)))) as pool:
+        futures = {s: pool.submit(execute_one, s, profile, timeout_s) for s in todo}
+        for slug, fut in futures.items():
+            try:
+                _, seconds = fut.result()
+                print(f"  {slug}: {seconds:.1f} s", flush=True)
+            except (RunError, Exception) as exc:  # report every chapter, then fail
+                failures.append(str(exc))
+                print(f"  {slug}: FAILED — {exc}", flush=True)
+    return failures
+
+
+# ---------------------------------------------------------------------------------------------- scorecard
+def scorecard_rows(profile: str) -> list[dict[str, Any]]:
+    """One row per claim of every chapter, from the saved ledgers of ``profile`` (all seeds)."""
+    rows = []
+    for slug in chapter_slugs():
+        ledgers = load_ledgers(slug, profile)
+        if not ledgers:
+            rows.append({"chapter": slug, "claim": "—", "verdict": "not run", "numbers": "", "seeds": "",
+                         "wall": ""})
+            continue
+        seeds = sorted(d["seed"] for d in ledgers)
+        by_seed0 = next((d for d in ledgers if d["seed"] == 0), ledgers[0])
+        wall = max(d["wall_s"] for d in ledgers)
+        for claim in by_seed0["claims"]:
+            verdicts = [next(c["verdict"] for c in d["claims"] if c["id"] == claim["id"]) for d in ledgers]
+            verdict = verdicts[0] if len(set(verdicts)) == 1 else ", ".join(
+                f"{v} {verdicts.count(v)}/{len(verdicts)}" for v in sorted(set(verdicts)))
+            numbers = "; ".join(f"{k} = {fmt(v)}" for k, v in list(claim["numbers"].items())[:3])
+            rows.append({"chapter": slug, "claim": claim["id"], "verdict": verdict, "numbers": numbers,
+                         "seeds": ",".join(map(str, seeds)), "wall": f"{wall:.0f} s"})
+    return rows
+
+
+def scorecard_markdown(profile: str) -> str:
+    """The scorecard as a Markdown table (rendered into ``book/scorecard.md`` when staging)."""
+    rows = scorecard_rows(profile)
+    numbers_of = {s: int(notebook_path(s).stem[:2]) for s in chapter_slugs()}
+    out = [f"Profile **{profile}**; each chapter's row links to its page.", "",
+           "| chapter | claim | verdict | key numbers (seed 0) | seeds | wall time |",
+           "|---|---|---|---|---|---|"]
+    for r in rows:
+        link = f"[{numbers_of[r['chapter']]:02d} {r['chapter']}](../notebooks/{notebook_path(r['chapter']).stem}.ipynb)"
+        verdict = {"holds": "✅ holds", "fails": "❌ fails", "inconclusive": "⚠️ inconclusive"}.get(r["verdict"], r["verdict"])
+        numbers = r["numbers"].replace("|", "\\|")
+        out.append(f"| {link} | {r['claim']} | {verdict} | {numbers} | {r['seeds']} | {r['wall']} |")
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("holds", "fails", "inconclusive")}
+    out += ["", f"In all: {counts['holds']} hold, {counts['fails']} fail, {counts['inconclusive']} inconclusive."]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------- staging
+def _sync(src: Path, dst: Path) -> None:
+    """Copy only when the content differs, so Sphinx's incremental build sees unchanged files as unchanged."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if not dst.exists() or dst.read_bytes() != src.read_bytes():
+        shutil.copy2(src, dst)
+
+
+def _sync_text(text: str, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if not dst.exists() or dst.read_text() != text:
+        dst.write_text(text)
+
+
+def _mathjax_dir() -> Path:
+    import mathjax  # django-static-mathjax, pinned in requirements.txt
+
+    return Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+
+
+def stage(profile: str) -> Path:
+    """Lay out ``_build/src``: config, TOC, pages, executed notebooks, scorecard, local MathJax."""
+    for name in ("_config.yml", "_toc.yml"):
+        _sync(REPO_ROOT / name, STAGE / name)
+    for page in (REPO_ROOT / "book").rglob("*"):
+        if page.is_file():
+            _sync(page, STAGE / page.relative_to(REPO_ROOT))
+    card = (REPO_ROOT / "book" / "scorecard.md").read_text()
+    _sync_text(card.replace(SCORECARD_MARK, scorecard_markdown(profile)), STAGE / "book" / "scorecard.md")
+    missing = []
+    for slug in chapter_slugs():
+        executed = results_dir(slug) / f"{profile}-seed0.ipynb"
+        if not executed.exists():
+            missing.append(slug)
+            continue
+        _sync(executed, STAGE / "notebooks" / notebook_path(slug).name)
+    if missing:
+        raise RunError(f"no executed notebook for {', '.join(missing)} in profile {profile}; run make book first")
+    mj_dst = STAGE / "_static" / "mathjax"
+    if not (mj_dst / "tex-mml-chtml.js").exists():
+        shutil.copytree(_mathjax_dir(), mj_dst, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("sre", "*.map", "node-main.js"))
+    return STAGE
+
+
+def render() -> int:
+    """Jupyter Book (execution off) with warnings as errors, nitpicky, keep going; HTML in ``_build/html``."""
+    cmd = [sys.executable, "-m", "jupyter_book", "build", str(STAGE), "--path-output", str(REPO_ROOT),
+           "--builder", "html", "-W", "-n", "--keep-going"]
+    jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
+    if jb:
+        cmd[:3] = [jb]
+    return subprocess.call(cmd, cwd=REPO_ROOT)
+
+
+def build(profile: str = "full", jobs: int = 2, timeout_s: int | None = None) -> int:
+    """``make book``: execute what changed, stage, render. Non-zero when a chapter or the render failed."""
+    failures = execute_changed(profile, jobs=jobs, timeout_s=timeout_s)
+    if failures:
+        print("\n".join(["book: these chapters failed:", *failures]), file=sys.stderr)
+        return 1
+    stage(profile)
+    code = render()
+    if code == 0:
+        print(f"book: {REPO_ROOT / '_build' / 'html' / 'index.html'}")
+    return code

@@ -1,0 +1,230 @@
+"""The claims ledger: every claim a chapter tests, the numbers it measured, and a verdict.
+
+A chapter registers its claims (ids and statements exactly as in its card) when it starts, records each
+one once its numbers exist, and saves. The verdict is derived from a condition the notebook computes
+from measured numbers, never typed in::
+
+    ledger = Ledger(cfg, {"C1": "ROSE's regularised gap decays at rate 1/n", ...})
+    ledger.record("C1", holds=slope <= -0.8, threshold="slope <= -0.8",
+                  numbers={"slope": slope, "ci95": ci}, reason="...")
+    ledger            # renders the verdict table
+    ledger.save()     # results/<slug>/<profile>-seed<seed>.json, atomically
+
+``save`` refuses to write a ledger with a registered claim left unrecorded, so a notebook cannot drop a
+claim silently, and writes through a temporary file renamed into place, so an interrupted run never
+leaves a file that looks complete.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .params import BaseConfig
+from .paths import results_dir
+from .provenance import Stopwatch, git_commit, package_versions, peak_rss_mib
+
+VERDICTS = ("holds", "fails", "inconclusive")
+_COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700"}
+
+
+@dataclass
+class Claim:
+    """One claim of a chapter and what this run measured for it."""
+
+    id: str
+    statement: str
+    verdict: str = "not recorded"
+    threshold: str = ""
+    numbers: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+
+
+def _clean(value: Any) -> Any:
+    """JSON-able numbers: numpy scalars to Python, floats rounded to 6 significant digits, NaN to None."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None if math.isnan(value) else value
+        return float(f"{value:.6g}")
+    return str(value)
+
+
+def fmt(value: Any) -> str:
+    """A number as the ledger shows it: 4 significant digits; intervals as [lo, hi]."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return "nan" if value is None or math.isnan(value) else f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(fmt(v) for v in value) + "]"
+    if value is None:
+        return "n/a"
+    return str(value)
+
+
+def write_json_atomic(path: Path, payload: Any) -> Path:
+    """Write JSON through a temporary file in the same folder, then rename: all or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(payload, fh, indent=2, sort_keys=False)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+class Ledger:
+    """The verdict table of one run of one chapter."""
+
+    def __init__(self, cfg: BaseConfig, claims: dict[str, str]) -> None:
+        if not claims:
+            raise ValueError("a ledger needs the chapter's claims: {id: statement}")
+        self.cfg = cfg
+        self.slug = cfg.slug
+        self.claims = {cid: Claim(cid, text) for cid, text in claims.items()}
+        self.clock = Stopwatch()
+        self.extra: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ recording
+    def record(
+        self,
+        claim_id: str,
+        *,
+        holds: bool | None,
+        threshold: str,
+        numbers: dict[str, Any],
+        reason: str = "",
+        inconclusive: str | None = None,
+    ) -> Claim:
+        """Record a claim's measured ``numbers`` and its verdict.
+
+        ``holds`` is the claim's condition evaluated on those numbers. Pass ``inconclusive`` (the reason)
+        when the run cannot decide, e.g. the smoke profile has too few sizes to fit a slope; the condition
+        is then kept in the numbers for information but does not become a verdict.
+        """
+        if claim_id not in self.claims:
+            raise KeyError(f"unknown claim {claim_id!r}; registered: {', '.join(self.claims)}")
+        claim = self.claims[claim_id]
+        if inconclusive:
+            claim.verdict, claim.reason = "inconclusive", inconclusive
+            numbers = {**numbers, "condition met": holds}
+        elif holds is None:
+            raise ValueError(f"{claim_id}: give holds=True/False, or inconclusive='why'")
+        else:
+            claim.verdict = "holds" if bool(holds) else "fails"
+            claim.reason = reason
+        claim.threshold = threshold
+        claim.numbers = _clean(numbers)
+        return claim
+
+    @property
+    def complete(self) -> bool:
+        return all(c.verdict in VERDICTS for c in self.claims.values())
+
+    # ------------------------------------------------------------------ views
+    def rows(self) -> list[dict[str, str]]:
+        return [
+            {
+                "claim": c.id,
+                "statement": c.statement,
+                "threshold": c.threshold,
+                "measured": "; ".join(f"{k} = {fmt(v)}" for k, v in c.numbers.items()),
+                "verdict": c.verdict,
+                "why": c.reason,
+            }
+            for c in self.claims.values()
+        ]
+
+    def table(self):
+        """The ledger as a pandas DataFrame (one row per claim)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows()).set_index("claim")
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{h}</th>" for h in ("claim", "statement", "threshold", "measured", "verdict", "why"))
+        body = []
+        for r in self.rows():
+            color = _COLORS.get(r["verdict"], "#57606a")
+            cells = [html.escape(r[k]) for k in ("claim", "statement", "threshold", "measured")]
+            cells.append(f'<b style="color:{color}">{html.escape(r["verdict"])}</b>')
+            cells.append(html.escape(r["why"]))
+            body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        return f'<table class="claims-ledger"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+    def __repr__(self) -> str:
+        lines = [f"Claims ledger — {self.slug}, profile {self.cfg.profile}, seed {self.cfg.seed}"]
+        for r in self.rows():
+            lines.append(f"{r['claim']:>4}  {r['verdict']:<12} {r['measured']}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ saving
+    def path(self) -> Path:
+        return results_dir(self.slug) / f"{self.cfg.profile}-seed{self.cfg.seed}.json"
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "slug": self.slug,
+            "profile": self.cfg.profile,
+            "seed": self.cfg.seed,
+            "params": self.cfg.to_dict(),
+            "claims": [asdict(c) for c in self.claims.values()],
+            "wall_s": round(self.clock.elapsed(), 2),
+            "phases_s": dict(self.clock.laps),
+            "peak_rss_mib": peak_rss_mib(),
+            "provenance": {
+                **git_commit(),
+                "packages": package_versions(),
+                "threads": os.environ.get("OMP_NUM_THREADS", "unset"),
+                "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            },
+            **({"extra": _clean(self.extra)} if self.extra else {}),
+            "complete": True,
+        }
+
+    def save(self) -> Path:
+        """Write ``results/<slug>/<profile>-seed<seed>.json`` atomically; refuse if a claim is missing."""
+        missing = [c.id for c in self.claims.values() if c.verdict not in VERDICTS]
+        if missing:
+            raise RuntimeError(f"{self.slug}: claims never recorded: {', '.join(missing)}; nothing written")
+        return write_json_atomic(self.path(), self.payload())
+
+    def summary(self) -> str:
+        """Wall time, peak memory and commit, one line (not part of the determinism check)."""
+        p = self.payload()
+        return (f"{self.slug} · profile {self.cfg.profile} · seed {self.cfg.seed} · wall {p['wall_s']:.1f} s · "
+                f"peak memory {p['peak_rss_mib']:.0f} MiB · commit {p['provenance']['commit'][:10]}"
+                f"{' (+local changes)' if p['provenance']['dirty'] else ''}")
+
+
+def load_ledgers(slug: str | None = None, profile: str | None = None) -> list[dict[str, Any]]:
+    """Every saved ledger under ``results/`` (optionally one chapter's, one profile's)."""
+    root = results_dir()
+    pattern = f"{slug or '*'}/{profile or '*'}-seed*.json"
+    out = []
+    for path in sorted(root.glob(pattern)):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if data.get("complete"):
+            out.append(data)
+    return out

@@ -1,0 +1,63 @@
+"""Command line behind the Makefile: ``python -m repro.common.cli {run,sweep,book,scorecard} ...``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .params import ConfigError
+from .runner import RunError
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="repro", description=__doc__, allow_abbrev=False)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="one chapter through papermill; then -p NAME VALUE | -r NAME VALUE | -y YAML",
+                         allow_abbrev=False)
+    run.add_argument("slug")
+    sw = sub.add_parser("sweep", help="one chapter over many seeds", allow_abbrev=False)
+    sw.add_argument("slug")
+    sw.add_argument("--seeds", default="0-4")
+    sw.add_argument("--jobs", type=int, default=2)
+    sw.add_argument("--scheduler", default="", help="Dask scheduler address, e.g. tcp://host:8786")
+    bk = sub.add_parser("book", help="execute changed chapters, build the scorecard, render the site")
+    bk.add_argument("--profile", default="full", choices=["full", "smoke"])
+    bk.add_argument("--jobs", type=int, default=2)
+    sc = sub.add_parser("scorecard", help="print the scorecard table")
+    sc.add_argument("--profile", default="full", choices=["full", "smoke"])
+    ns, params = ap.parse_known_args(argv)  # what argparse does not know are the notebook's parameters
+    if params and ns.cmd not in ("run", "sweep"):
+        ap.error(f"unrecognized arguments: {' '.join(params)}")
+    try:
+        if ns.cmd == "run":
+            from .paths import notebook_path
+            from .runner import execute, parse_params
+
+            notebook_path(ns.slug)
+            result = execute(ns.slug, parse_params(params))
+            print(f"{ns.slug}: {result.seconds:.1f} s; ledger {result.ledger}; notebook {result.notebook}")
+        elif ns.cmd == "sweep":
+            from .paths import notebook_path
+            from .runner import parse_params
+            from .sweep import format_summary, parse_seeds, sweep
+
+            notebook_path(ns.slug)
+            summary = sweep(ns.slug, parse_seeds(ns.seeds), parse_params(params), jobs=ns.jobs,
+                            scheduler=ns.scheduler or None)
+            print(format_summary(summary))
+            return 1 if summary["errors"] else 0
+        elif ns.cmd == "book":
+            from .book import build
+
+            return build(ns.profile, jobs=ns.jobs)
+        elif ns.cmd == "scorecard":
+            from .book import scorecard_markdown
+
+            print(scorecard_markdown(ns.profile))
+    except (ConfigError, RunError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Run chapter notebooks: parameters parsed and validated first, papermill second, results written whole.
+
+``make run NB=<slug> ARGS="-p seed 3 -y 'n_list: [256, 512]'"`` ends here. The parameters are parsed the way
+papermill parses them (``-p`` guesses int/float/bool/None, ``-r`` keeps the raw string, ``-y`` reads
+YAML), then checked by the chapter's own ``Config.from_profile`` *before* a kernel starts: papermill itself
+only warns about an unknown name and runs a string where an int belongs.
+
+The executed notebook goes to ``results/<slug>/<profile>-seed<seed>.ipynb`` through a temporary name; a
+run that fails leaves ``…failed.ipynb`` beside it instead, never a file that looks complete.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .paths import REPO_ROOT, notebook_path, results_dir
+from .params import ConfigError
+from .seeding import THREAD_VARS
+
+
+class RunError(RuntimeError):
+    """A notebook failed; the message is one readable line (cell number, exception)."""
+
+
+def _papermill_value(text: str) -> Any:
+    """papermill's ``-p`` typing: True/False/None, then int, then float, else the string.
+
+    One addition: a value written as a list, ``[256, 512]``, is read as YAML (papermill would pass the string).
+    """
+    if text.startswith("["):
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError:
+            return text
+    if text in ("True", "False"):
+        return text == "True"
+    if text == "None":
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            continue
+    return text
+
+
+def parse_params(argv: list[str]) -> dict[str, Any]:
+    """Parse ``-p NAME VALUE``, ``-r NAME VALUE`` and ``-y YAML`` (as papermill does) into a dict."""
+    params: dict[str, Any] = {}
+    i = 0
+    while i < len(argv):
+        flag = argv[i]
+        if flag in ("-p", "--parameters", "-r", "--parameters_raw"):
+            if i + 2 >= len(argv):
+                raise ConfigError(f"'{flag}' needs a name and a value, e.g. {flag} seed 3")
+            name, value = argv[i + 1], argv[i + 2]
+            params[name] = value if flag in ("-r", "--parameters_raw") else _papermill_value(value)
+            i += 3
+        elif flag in ("-y", "--parameters_yaml"):
+            if i + 1 >= len(argv):
+                raise ConfigError(f"'{flag}' needs a YAML mapping such as 'seed: 3'")
+            loaded = yaml.safe_load(argv[i + 1])
+            if not isinstance(loaded, dict):
+                raise ConfigError(f"'-y' needs a YAML mapping such as 'seed: 3'; got {argv[i + 1]!r}")
+            params.update(loaded)
+            i += 2
+        else:
+            raise ConfigError(f"cannot read argument {flag!r}: use -p NAME VALUE, -r NAME VALUE or -y 'NAME: VALUE'")
+    return params
+
+
+def chapter_config(slug: str):
+    """The chapter's ``Config`` class (``repro.<slug>.Config``)."""
+    try:
+        module = importlib.import_module(f"repro.{slug}")
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"chapter '{slug}' has no library package repro.{slug}: {exc}") from None
+    return module.Config
+
+
+def validate(slug: str, params: dict[str, Any]):
+    """Build the chapter's config from notebook parameters (profile, seed, knobs); raises ConfigError."""
+    params = dict(params)
+    profile = params.pop("profile", "full")
+    seed = params.pop("seed", 0)
+    return chapter_config(slug).from_profile(profile, seed=seed, **params)
+
+
+def inputs_hash(slug: str, params: dict[str, Any]) -> str:
+    """What a chapter's result depends on: its notebook, the common and its own library code,
+    ``requirements.txt`` and the parameters. ``make book`` re-executes a notebook only when this changes."""
+    h = hashlib.sha256()
+    files = [notebook_path(slug), REPO_ROOT / "requirements.txt", REPO_ROOT / "lib" / "repro" / "__init__.py"]
+    for pkg in ("common", slug):
+        files += sorted(p for p in (REPO_ROOT / "lib" / "repro" / pkg).rglob("*")
+                        if p.suffix in (".py", ".cpp", ".h", ".hpp", ".json", ".csv", ".npz"))
+    for path in files:
+        h.update(str(path.relative_to(REPO_ROOT)).encode())
+        h.update(path.read_bytes())
+    h.update(json.dumps(params, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+@dataclass
+class RunResult:
+    slug: str
+    profile: str
+    seed: int
+    notebook: Path
+    ledger: Path
+    seconds: float
+
+
+def execute(slug: str, params: dict[str, Any], *, out_dir: Path | None = None, timeout_s: int | None = None,
+            threads: int = 1) -> RunResult:
+    """Validate ``params``, execute the chapter with papermill, and return where its outputs went."""
+    cfg = validate(slug, params)  # fails here, before a kernel starts
+    import papermill as pm
+
+    for var in THREAD_VARS:
+        os.environ[var] = str(threads)
+    out_dir = Path(out_dir) if out_dir else results_dir(slug)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{cfg.profile}-seed{cfg.seed}"
+    final, partial, failed = (out_dir / f"{stem}{s}.ipynb" for s in ("", ".partial", ".failed"))
+    ledger = results_dir(slug) / f"{stem}.json"
+    for stale in (final, failed):
+        stale.unlink(missing_ok=True)
+    ledger.unlink(missing_ok=True)  # an old ledger must not pass for this run's
+    params = {"profile": cfg.profile, "seed": cfg.seed, **{k: v for k, v in params.items() if k not in ("profile", "seed")}}
+    t0 = time.perf_counter()
+    try:
+        pm.execute_notebook(
+            str(notebook_path(slug)), str(partial), parameters=params, kernel_name="python3",
+            cwd=str(notebook_path(slug).parent), progress_bar=False, execution_timeout=timeout_s,
+        )
+    except pm.PapermillExecutionError as exc:
+        partial.replace(failed)
+        raise RunError(f"{slug}: cell {exc.exec_count} raised {exc.ename}: {exc.evalue} "
+                       f"(executed copy: {failed.relative_to(REPO_ROOT) if failed.is_relative_to(REPO_ROOT) else failed})") from None
+    except BaseException:
+        if partial.exists():
+            partial.replace(failed)
+        raise
+    partial.replace(final)
+    if not ledger.exists():
+        raise RunError(f"{slug}: the notebook finished but wrote no ledger at {ledger}")
+    return RunResult(slug, cfg.profile, cfg.seed, final, ledger, time.perf_counter() - t0)

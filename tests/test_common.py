@@ -1,0 +1,172 @@
+"""The shared library: config validation, the ledger, seeding, statistics, the runner's argument parsing."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import numpy as np
+import pytest
+
+from repro.common import BaseConfig, ConfigError, Ledger, bootstrap_ci, knob, loglog_slope, mean_ci, seed_everything
+from repro.common.claims import load_ledgers
+from repro.common.runner import parse_params
+from repro.common.sweep import parse_seeds, summarise
+
+
+@dataclass(frozen=True)
+class ToyConfig(BaseConfig):
+    slug: ClassVar[str] = "toy"
+    PROFILES: ClassVar[dict] = {"full": {}, "smoke": {"n": 3}}
+    n: int = knob(10, ge=1, doc="size")
+    rate: float = knob(0.5, gt=0, lt=1)
+    sizes: tuple[int, ...] = knob((1, 2), ge=1, min_len=1)
+    mode: Literal["a", "b"] = knob("a")
+    step: float | Literal["auto"] = knob("auto", gt=0)
+
+    def check(self) -> None:
+        if self.n < len(self.sizes):
+            self.fail("n", "must be at least len(sizes)")
+
+
+@pytest.fixture()
+def results(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_RESULTS", str(tmp_path))
+    return tmp_path
+
+
+# ---------------------------------------------------------------------------------------------- config
+def test_profile_defaults_and_overrides():
+    assert ToyConfig.from_profile("full").n == 10
+    assert ToyConfig.from_profile("smoke").n == 3
+    cfg = ToyConfig.from_profile("smoke", seed=4, n=7, rate=None)  # None = the profile's value
+    assert (cfg.n, cfg.rate, cfg.seed) == (7, 0.5, 4)
+
+
+def test_coercions_are_exact_not_guessing():
+    cfg = ToyConfig.from_profile("full", rate=1 / 4, sizes=[3, 4], step=2)
+    assert cfg.sizes == (3, 4) and isinstance(cfg.step, float)
+    assert ToyConfig.from_profile("full", n=5.0).n == 5  # an integral float (YAML) is an int
+
+
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        ({"profile": "huge"}, "parameter 'profile' must be one of 'full', 'smoke'"),
+        ({"seed": "three"}, "parameter 'seed' must be an integer"),
+        ({"seed": -1}, "parameter 'seed' must be >= 0"),
+        ({"n": True}, "parameter 'n' must be an integer"),
+        ({"n": "3"}, "parameter 'n' must be an integer"),
+        ({"n": 2.5}, "parameter 'n' must be an integer"),
+        ({"rate": "0.1"}, "parameter 'rate' must be a number"),
+        ({"rate": 1.0}, "parameter 'rate' must be > 0 and < 1"),
+        ({"rate": float("nan")}, "parameter 'rate' must be a number"),
+        ({"sizes": 3}, "parameter 'sizes' must be a list of integers"),
+        ({"sizes": [1, 0]}, "parameter 'sizes' must be >= 1"),
+        ({"sizes": []}, "parameter 'sizes' needs at least 1 items"),
+        ({"mode": "c"}, "parameter 'mode' must be 'a' or 'b'"),
+        ({"step": "fast"}, "parameter 'step' must be a number or 'auto'"),
+        ({"step": -1}, "parameter 'step' must be > 0"),
+        ({"n": 1, "sizes": [1, 2]}, "parameter 'n' must be at least len(sizes)"),
+        ({"no_such_knob": 1}, "unknown parameter 'no_such_knob'"),
+    ],
+)
+def test_bad_values_are_rejected_with_one_line_naming_them(kwargs, needle):
+    profile = kwargs.pop("profile", "full")
+    with pytest.raises(ConfigError) as err:
+        ToyConfig.from_profile(profile, **kwargs)
+    assert needle in str(err.value)
+    assert str(err.value).startswith("toy: ") and "\n" not in str(err.value)
+
+
+def test_direct_construction_is_validated_too():
+    with pytest.raises(ConfigError, match="'rate'"):
+        ToyConfig(rate=3.0)
+    with pytest.raises(ConfigError, match="'profile'"):
+        ToyConfig(profile="huge")
+
+
+def test_describe_lists_every_knob_with_profiles():
+    rows = {r["name"]: r for r in ToyConfig.describe()}
+    assert set(rows) == {"profile", "seed", "n", "rate", "sizes", "mode", "step"}
+    assert rows["n"]["full"] == 10 and rows["n"]["smoke"] == 3 and rows["n"]["allowed"] == ">= 1"
+
+
+# ---------------------------------------------------------------------------------------------- ledger
+def test_ledger_records_verdicts_and_writes_atomically(results):
+    cfg = ToyConfig.from_profile("smoke", seed=2)
+    ledger = Ledger(cfg, {"C1": "x is small", "C2": "y is large", "C3": "slope"})
+    ledger.record("C1", holds=True, threshold="x < 1", numbers={"x": np.float64(0.123456789)})
+    ledger.record("C2", holds=False, threshold="y > 1", numbers={"y": 0.5}, reason="too few samples")
+    ledger.record("C3", holds=True, threshold="slope < -1", numbers={"slope": -2.0}, inconclusive="smoke profile")
+    path = ledger.save()
+    assert path == results / "toy" / "smoke-seed2.json"
+    data = json.loads(path.read_text())
+    assert [c["verdict"] for c in data["claims"]] == ["holds", "fails", "inconclusive"]
+    assert data["claims"][0]["numbers"]["x"] == 0.123457
+    assert data["claims"][2]["numbers"]["condition met"] is True
+    assert data["complete"] and data["params"]["n"] == 3 and data["wall_s"] >= 0
+    assert {"commit", "packages", "finished_at"} <= set(data["provenance"])
+    assert not list((results / "toy").glob("*.tmp"))
+    assert "holds" in ledger._repr_html_() and "C2" in repr(ledger)
+    assert [d["seed"] for d in load_ledgers("toy", "smoke")] == [2]
+
+
+def test_ledger_refuses_to_save_with_a_claim_missing(results):
+    ledger = Ledger(ToyConfig.from_profile("smoke"), {"C1": "a", "C2": "b"})
+    ledger.record("C1", holds=True, threshold="", numbers={})
+    with pytest.raises(RuntimeError, match="C2"):
+        ledger.save()
+    assert not (results / "toy" / "smoke-seed0.json").exists()
+    with pytest.raises(KeyError):
+        ledger.record("C9", holds=True, threshold="", numbers={})
+    with pytest.raises(ValueError):
+        ledger.record("C2", holds=None, threshold="", numbers={})
+
+
+def test_sweep_summary_counts_verdicts_and_averages(results):
+    for seed, x in [(0, 1.0), (1, 3.0)]:
+        ledger = Ledger(ToyConfig.from_profile("smoke", seed=seed), {"C1": "a"})
+        ledger.record("C1", holds=x < 2, threshold="x < 2", numbers={"x": x})
+        ledger.save()
+    s = summarise("toy", "smoke", [0, 1])
+    assert s["claims"]["C1"]["verdicts"] == {"holds": 1, "fails": 1}
+    assert s["claims"]["C1"]["numbers"]["x"]["mean"] == 2.0
+    assert parse_seeds("0-2,5") == [0, 1, 2, 5]
+    with pytest.raises(SystemExit):
+        parse_seeds("a-b")
+
+
+# ---------------------------------------------------------------------------------------------- runner
+def test_parse_params_follows_papermill_typing():
+    p = parse_params(["-p", "seed", "3", "-p", "beta", "-1", "-p", "name", "three", "-r", "raw", "3",
+                      "-p", "flag", "True", "-y", "n_list: [1, 2]", "-p", "sizes", "[4, 5]"])
+    assert p == {"seed": 3, "beta": -1, "name": "three", "raw": "3", "flag": True, "n_list": [1, 2], "sizes": [4, 5]}
+    with pytest.raises(ConfigError):
+        parse_params(["-p", "seed"])
+    with pytest.raises(ConfigError):
+        parse_params(["--bogus"])
+
+
+# ---------------------------------------------------------------------------------------------- seeding, stats
+def test_seeding_is_reproducible():
+    a = seed_everything(5).normal(size=4)
+    b = seed_everything(5).normal(size=4)
+    c = seed_everything(6).normal(size=4)
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_mean_ci_matches_t_interval_and_covers():
+    rng = np.random.default_rng(0)
+    x = rng.normal(1.0, 2.0, size=(5000, 10))
+    mean, half = mean_ci(x, axis=1)
+    coverage = np.mean(np.abs(mean - 1.0) <= half)
+    assert 0.93 < coverage < 0.97  # a 95% interval covers about 95% of the time
+    assert mean_ci(np.array([3.0]))[1] == 0.0
+
+
+def test_slope_and_bootstrap():
+    n = np.array([100, 200, 400, 800])
+    assert loglog_slope(n, 3.0 * n**-1.0) == pytest.approx(-1.0)
+    lo, hi = bootstrap_ci(np.arange(20.0), np.mean, rng=0)
+    assert lo < 9.5 < hi and hi - lo < 6
