@@ -1,0 +1,79 @@
+"""Every chapter in the smoke profile: it runs through papermill, writes a complete ledger within budget,
+gives the same claim numbers when run again (nbval on the cells tagged ``nbval-check-output``), and the
+book renders from the executed notebooks with warnings as errors.
+
+The executions are shared with ``make book PROFILE=smoke``: a chapter whose inputs hash the same as its
+last successful smoke run is not executed again.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from repro.common import book
+from repro.common.paths import REPO_ROOT, chapter_slugs, results_dir
+
+SLUGS = chapter_slugs()
+SMOKE_BUDGET_S = float(os.environ.get("REPRO_SMOKE_BUDGET_S", "60"))
+JOBS = 2
+
+
+@pytest.fixture(scope="session")
+def executed() -> dict[str, str]:
+    """Run every chapter's smoke profile (two at a time); map slug -> failure message ('' when it ran)."""
+    failures = book.execute_changed("smoke", jobs=JOBS, timeout_s=300)
+    return {slug: next((f for f in failures if f.startswith(f"{slug}:")), "") for slug in SLUGS} | {
+        "_all": "\n".join(failures)}
+
+
+def _nbval(slug: str) -> subprocess.CompletedProcess:
+    nb = results_dir(slug) / "smoke-seed0.ipynb"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", str(nb),
+           "--nbval-sanitize-with", str(REPO_ROOT / "tests" / "nbval_sanitize.cfg"), "--nbval-cell-timeout", "300"]
+    return subprocess.run(cmd, cwd=nb.parent, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def reruns(executed) -> dict[str, subprocess.CompletedProcess]:
+    """The determinism re-run of every executed chapter, two at a time."""
+    ok = [s for s in SLUGS if not executed[s]]
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+        return dict(zip(ok, pool.map(_nbval, ok)))
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_smoke_runs_and_writes_a_complete_ledger(slug, executed):
+    assert not executed[slug], executed[slug]
+    data = json.loads((results_dir(slug) / "smoke-seed0.json").read_text())
+    assert data["complete"] and data["profile"] == "smoke" and data["seed"] == 0
+    claims = importlib.import_module(f"repro.{slug}").CLAIMS
+    assert [c["id"] for c in data["claims"]] == list(claims), "the ledger must record every claim of the card"
+    assert all(c["verdict"] in ("holds", "fails", "inconclusive") for c in data["claims"])
+    assert data["wall_s"] <= SMOKE_BUDGET_S, f"smoke profile took {data['wall_s']} s (budget {SMOKE_BUDGET_S} s)"
+    assert data["peak_rss_mib"] < 8 * 1024
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_smoke_is_deterministic(slug, executed, reruns):
+    assert not executed[slug], executed[slug]
+    result = reruns[slug]
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+
+
+def test_book_renders_with_warnings_as_errors(executed):
+    assert not executed["_all"], executed["_all"]
+    book.stage("smoke")
+    assert book.render() == 0, "jupyter-book build -W -n reported warnings or errors (see output above)"
+    html = REPO_ROOT / "_build" / "html"
+    assert (html / "book" / "scorecard.html").exists()
+    page = (html / "book" / "scorecard.html").read_text()
+    for slug in SLUGS:
+        assert slug in page
+    assert "cdn.jsdelivr.net/npm/mathjax" not in (html / "book" / "intro.html").read_text()
