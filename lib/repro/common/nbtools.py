@@ -42,8 +42,30 @@ def parameter_names(path: Path) -> dict[str, object]:
     return out
 
 
+def figures(path: Path, out_dir: Path) -> list[Path]:
+    """Write every PNG output of an executed notebook to ``out_dir`` (to look at them one by one)."""
+    import base64
+
+    nb = nbformat.read(path, as_version=4)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for i, cell in enumerate(nb.cells):
+        for j, output in enumerate(cell.get("outputs", [])):
+            data = output.get("data", {}).get("image/png")
+            if data:
+                target = out_dir / f"{path.stem}-cell{i:02d}-{j}.png"
+                target.write_bytes(base64.b64decode(data))
+                written.append(target)
+    return written
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] != "strip":
-        raise SystemExit("usage: python -m repro.common.nbtools strip NOTEBOOK...")
-    for p in sys.argv[2:]:
-        print(("stripped " if strip(Path(p)) else "clean    ") + p)
+    usage = "usage: python -m repro.common.nbtools strip NOTEBOOK... | figures NOTEBOOK OUT_DIR"
+    if len(sys.argv) < 3 or sys.argv[1] not in ("strip", "figures"):
+        raise SystemExit(usage)
+    if sys.argv[1] == "strip":
+        for p in sys.argv[2:]:
+            print(("stripped " if strip(Path(p)) else "clean    ") + p)
+    else:
+        for f in figures(Path(sys.argv[2]), Path(sys.argv[3])):
+            print(f)
