@@ -1,0 +1,382 @@
+"""Tests for chapter 08 (ROSE / SOS-MD): stage solvers, baselines, evaluation, kernel, statistics."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from repro import rose_sosmd as rs
+from repro.rose_sosmd import stage
+
+SOLVERS = ["numpy"] + (["cpp"] if stage.HAVE_KERNEL else [])
+
+
+def _random_stage(rng, S=8, A=3, B=3, scale=2.0):
+    Q = scale * rng.random((S, A, B))
+    return Q, rng.dirichlet(np.ones(A), S), rng.dirichlet(np.ones(B), S)
+
+
+@pytest.fixture(scope="module")
+def small_instance():
+    game, mu_b, nu_b = rs.make_instance(0, S=4, A=3, B=3, H=3)
+    return game, (mu_b, nu_b)
+
+
+# ----------------------------------------------------------------------------- stage game
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_solution_satisfies_fixed_point_and_zero_duality_gap(solver):
+    rng = np.random.default_rng(1)
+    Q, pr, qr = _random_stage(rng)
+    p, q, value, iters = rs.solve_regularized(Q, pr, qr, beta=0.1, solver=solver)
+    assert np.allclose(p.sum(1), 1) and np.allclose(q.sum(1), 1)
+    assert rs.fixed_point_residual(Q, p, q, pr, qr, 0.1).max() <= 1e-9
+    gap = rs.stage_duality_gap(Q, p, q, pr, qr, 0.1)
+    assert np.all(gap >= -1e-12) and gap.max() <= 1e-9
+    assert np.allclose(value, rs.reg_stage_value(Q, p, q, pr, qr, 0.1))
+    # the same checks reject a non-solution
+    assert rs.fixed_point_residual(Q, pr, qr, pr, qr, 0.1).max() > 1e-3
+    assert rs.stage_duality_gap(Q, pr, qr, pr, qr, 0.1).max() > 1e-3
+
+
+def test_regularised_value_matches_cvxpy():
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(2)
+    Q, pr, qr = _random_stage(rng, S=3)
+    beta = 0.2
+    _, _, value, _ = rs.solve_regularized(Q, pr, qr, beta)
+    for s in range(3):
+        # max_p [ min_q p^T Q q + beta KL(q||q_ref) ] - beta KL(p||p_ref); the inner min in closed form
+        p = cp.Variable(3, nonneg=True)
+        inner = -beta * cp.log_sum_exp(np.log(qr[s]) - Q[s].T @ p / beta)
+        obj = inner + beta * cp.sum(cp.entr(p)) + beta * (np.log(pr[s]) @ p)
+        prob = cp.Problem(cp.Maximize(obj), [cp.sum(p) == 1])
+        prob.solve(solver="CLARABEL")
+        assert abs(prob.value - value[s]) < 1e-6
+
+
+def test_value_close_to_lp_value_uniform_refs_small_beta():
+    rng = np.random.default_rng(3)
+    S, A, B, beta = 40, 3, 3, 0.01
+    Q = rng.random((S, A, B))
+    pr, qr = np.full((S, A), 1 / A), np.full((S, B), 1 / B)
+    _, _, value, _ = rs.solve_regularized(Q, pr, qr, beta)
+    _, _, v_lp = rs.zero_sum_lp_batch(Q)
+    assert np.all(np.abs(value - v_lp) <= beta * (np.log(A) + np.log(B)))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_shift_invariance(solver):
+    rng = np.random.default_rng(4)
+    Q, pr, qr = _random_stage(rng)
+    p1, q1, v1, _ = rs.solve_regularized(Q, pr, qr, 0.1, solver=solver)
+    p2, q2, v2, _ = rs.solve_regularized(Q + 3.7, pr, qr, 0.1, solver=solver)
+    assert np.abs(p1 - p2).max() <= 1e-10 and np.abs(q1 - q2).max() <= 1e-10
+    assert np.allclose(v2 - v1, 3.7, atol=1e-10)
+    a, b = rs.md_iterate(Q, pr, qr, 0.1, 50, solver=solver)
+    c, d = rs.md_iterate(Q - 5.0, pr, qr, 0.1, 50, solver=solver)
+    assert np.abs(a - c).max() <= 1e-10 and np.abs(b - d).max() <= 1e-10
+
+
+def test_mmd_step_is_one_md_iteration():
+    rng = np.random.default_rng(5)
+    Q, pr, qr = _random_stage(rng)
+    p1, q1 = rs.mmd_step(pr, qr, Q, pr, qr, 0.1, "auto")
+    p2, q2 = rs.md_iterate(Q, pr, qr, 0.1, 1, solver="numpy")
+    assert np.allclose(p1, p2, atol=1e-15) and np.allclose(q1, q2, atol=1e-15)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_extragradient_never_hits_cap_rho_over_beta_up_to_20(solver):
+    rng = np.random.default_rng(6)
+    beta, n_games = 0.1, 1000
+    for A, B in [(3, 3), (4, 2)]:
+        U = rng.random((n_games, A, B))
+        k = rng.uniform(0.05, 20.0, n_games)              # target rho / beta
+        U = (U - U.min(axis=(1, 2), keepdims=True)) / np.ptp(U, axis=(1, 2), keepdims=True)
+        Q = U * (2 * beta * k)[:, None, None]             # half-range = k * beta
+        assert (rs.half_range(Q) / beta).max() <= 20 + 1e-9
+        pr, qr = rng.dirichlet(np.ones(A), n_games), rng.dirichlet(np.ones(B), n_games)
+        p, q, _, iters = rs.solve_regularized(Q, pr, qr, beta, max_iter=20_000, solver=solver)
+        assert iters.max() < 20_000
+        assert rs.fixed_point_residual(Q, p, q, pr, qr, beta).max() <= 1e-11
+
+
+def test_solver_raises_when_cap_too_small():
+    rng = np.random.default_rng(7)
+    Q, pr, qr = _random_stage(rng)
+    with pytest.raises(rs.ConvergenceError, match="did not reach residual"):
+        rs.solve_regularized(Q, pr, qr, 0.1, max_iter=5)
+
+
+def test_input_validation():
+    rng = np.random.default_rng(8)
+    Q, pr, qr = _random_stage(rng)
+    with pytest.raises(ValueError):
+        rs.solve_regularized(Q, pr, qr, beta=0.0)
+    pr0 = pr.copy()
+    pr0[0] = [1.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="full support"):
+        rs.solve_regularized(Q, pr0, qr, beta=0.1)
+    with pytest.raises(ValueError):
+        rs.step_sizes(Q, 0.1, "bogus")
+
+
+# ----------------------------------------------------------------------------- LP
+
+def test_zero_sum_lp_rock_paper_scissors():
+    Q = np.array([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])
+    p, q, v = rs.zero_sum_lp(Q)
+    assert np.allclose(p, 1 / 3, atol=1e-9) and np.allclose(q, 1 / 3, atol=1e-9)
+    assert abs(v) < 1e-9
+
+
+def test_zero_sum_lp_2x2_closed_form():
+    rng = np.random.default_rng(9)
+    for _ in range(20):
+        # a, d large on the diagonal and b, c small: no saddle point, unique mixed equilibrium
+        a, d = rng.uniform(1, 2, 2)
+        b, c = rng.uniform(0, 1, 2)
+        Q = np.array([[a, b], [c, d]])
+        den = a - b - c + d
+        p, q, v = rs.zero_sum_lp(Q)
+        assert np.allclose(p, [(d - c) / den, (a - b) / den], atol=1e-9)
+        assert np.allclose(q, [(d - b) / den, (a - c) / den], atol=1e-9)
+        assert abs(v - (a * d - b * c) / den) < 1e-9
+
+
+def test_zero_sum_lp_random_rectangular_is_nash():
+    rng = np.random.default_rng(10)
+    for _ in range(10):
+        Q = rng.normal(size=(4, 5))
+        p, q, v = rs.zero_sum_lp(Q)
+        assert (p @ Q).min() >= v - 1e-9 and (Q @ q).max() <= v + 1e-9
+
+
+# ----------------------------------------------------------------------------- data
+
+def test_dataset_counts(small_instance):
+    game, (mu_b, nu_b) = small_instance
+    H, S, A, B = game.shape
+    n = 20_000
+    d = rs.sample_dataset(game, mu_b, nu_b, n, np.random.default_rng(0))
+    assert d.N.sum() == n * H
+    assert np.array_equal(d.N_next.sum(-1), d.N)
+    assert np.allclose(d.R, d.N * game.r)                  # rewards are deterministic
+    # first step: (s, a, b) frequencies match rho x mu_b x nu_b within 5 standard errors
+    expect = game.rho[:, None, None] * mu_b[0][:, :, None] * nu_b[0][:, None, :]
+    freq = d.N[0] / n
+    assert np.all(np.abs(freq - expect) <= 5 * np.sqrt(expect * (1 - expect) / n) + 1e-12)
+    with pytest.raises(ValueError):
+        rs.sample_dataset(game, mu_b, nu_b, 0, np.random.default_rng(0))
+
+
+def test_behavior_policies_are_mixed():
+    game = rs.random_markov_game(4, 3, 2, 3, np.random.default_rng(0))
+    mu, nu = rs.behavior_policies(game, 0.3, 0.05, np.random.default_rng(1))
+    assert np.allclose(mu.sum(-1), 1) and np.allclose(nu.sum(-1), 1)
+    assert mu.min() >= 0.05 / 3 - 1e-15 and nu.min() >= 0.05 / 2 - 1e-15
+
+
+def test_estimate_q_exact_model_and_onehot_features(small_instance):
+    game, (mu_b, nu_b) = small_instance
+    H, S, A, B = game.shape
+    V = np.random.default_rng(0).random(S)
+    Q = rs.estimate_q(rs.exact_dataset(game), 1, V)
+    assert np.allclose(Q, game.r[1] + game.P[1] @ V, atol=1e-14)
+    d = rs.sample_dataset(game, mu_b, nu_b, 50, np.random.default_rng(1))
+    assert (d.N == 0).any()                                # some empty cells at this size
+    onehot = np.eye(S * A * B).reshape(S, A, B, -1)
+    for h in range(H):
+        Qt = rs.estimate_q(d, h, V)
+        assert np.all(Qt[d.N[h] == 0] == 0)
+        assert np.allclose(rs.estimate_q(d, h, V, features=onehot), Qt, atol=1e-10)
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+def test_reg_gap_nonnegative_for_random_policies(small_instance):
+    game, refs = small_instance
+    H, S, A, B = game.shape
+    rng = np.random.default_rng(11)
+    for _ in range(10):
+        pi, nu = rng.dirichlet(np.ones(A), (H, S)), rng.dirichlet(np.ones(B), (H, S))
+        assert rs.reg_gap(game, pi, nu, 0.1, refs) > 0
+        assert rs.unreg_gap(game, pi, nu) >= 0
+
+
+def test_best_responses_consistent_and_optimal(small_instance):
+    game, refs = small_instance
+    H, S, A, B = game.shape
+    rng = np.random.default_rng(12)
+    pi, nu = rng.dirichlet(np.ones(A), (H, S)), rng.dirichlet(np.ones(B), (H, S))
+    br, v = rs.reg_best_response(game, nu, "max", 0.1, refs)
+    assert abs(rs.reg_value(game, br, nu, 0.1, refs) - v) < 1e-12
+    for _ in range(20):                                     # no random policy beats it
+        other = rng.dirichlet(np.ones(A), (H, S))
+        assert rs.reg_value(game, other, nu, 0.1, refs) <= v + 1e-12
+    br_min, v_min = rs.reg_best_response(game, pi, "min", 0.1, refs)
+    assert abs(rs.reg_value(game, pi, br_min, 0.1, refs) - v_min) < 1e-12
+
+
+def test_unreg_best_response_matches_brute_force():
+    game = rs.random_markov_game(2, 2, 2, 2, np.random.default_rng(13))
+    rng = np.random.default_rng(14)
+    nu = rng.dirichlet(np.ones(2), (2, 2))
+    best = -np.inf
+    for acts in itertools.product(range(2), repeat=4):     # all deterministic (h, s) -> a
+        pi = np.zeros((2, 2, 2))
+        for (h, s), a in zip(itertools.product(range(2), range(2)), acts):
+            pi[h, s, a] = 1.0
+        best = max(best, rs.unreg_value(game, pi, nu))
+    assert abs(rs.unreg_best_response(game, nu, "max")[1] - best) < 1e-12
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_rose_on_true_model_has_zero_gap(small_instance, solver):
+    game, refs = small_instance
+    pi, nu = rs.rose(rs.exact_dataset(game), 0.1, refs, solver=solver)
+    g = rs.reg_gap(game, pi, nu, 0.1, refs)
+    assert -1e-12 <= g <= 1e-8
+
+
+def test_sos_md_with_large_T_equals_rose(small_instance):
+    game, refs = small_instance
+    H = game.shape[0]
+    d = rs.sample_dataset(game, *refs, 256, np.random.default_rng(15))
+    info = {}
+    pi_r, nu_r = rs.rose(d, 0.1, refs, info=info)
+    V = np.vstack([info["V"], np.zeros((1, game.shape[1]))])
+    for h in range(H):                                      # stage level, the same Q-hat
+        Q = rs.estimate_q(d, h, V[h + 1])
+        p, q = rs.md_iterate(Q, refs[0][h], refs[1][h], 0.1, 5000)
+        assert np.abs(p - pi_r[h]).max() <= 1e-6 and np.abs(q - nu_r[h]).max() <= 1e-6
+    pi_s, nu_s = rs.sos_md(d, 0.1, refs, T=5000)            # whole recursion
+    assert np.abs(pi_s - pi_r).max() <= 1e-6 and np.abs(nu_s - nu_r).max() <= 1e-6
+    pi_5, _ = rs.sos_md(d, 0.1, refs, T=5)                  # ... and a short run does not
+    assert np.abs(pi_5 - pi_r).max() > 1e-3
+
+
+def test_baselines_return_policies(small_instance):
+    game, refs = small_instance
+    H, S, A, B = game.shape
+    d = rs.sample_dataset(game, *refs, 500, np.random.default_rng(16))
+    for pi, nu in [rs.plugin_nash(d), rs.pnvi(d, 0.1, 0.1), rs.pnvi(d, 1.0, 0.1),
+                   rs.rose_lcb(d, 0.1, refs, 0.1, 0.1)]:
+        assert pi.shape == (H, S, A) and nu.shape == (H, S, B)
+        assert np.allclose(pi.sum(-1), 1) and np.allclose(nu.sum(-1), 1) and pi.min() >= 0
+    # with a huge dataset the plug-in NE approaches the true NE (unregularised gap small)
+    big = rs.sample_dataset(game, *refs, 200_000, np.random.default_rng(17))
+    assert rs.unreg_gap(game, *rs.plugin_nash(big)) < 0.05
+
+
+# ----------------------------------------------------------------------------- kernel
+
+@pytest.mark.skipif(not stage.HAVE_KERNEL, reason="compiled kernel not built")
+def test_kernel_matches_numpy():
+    from repro.rose_sosmd import _kernels
+    rng = np.random.default_rng(18)
+    S, A, B, beta = 64, 3, 4, 0.15
+    Q = rng.normal(size=(S, A, B))
+    pr, qr = rng.dirichlet(np.ones(A), S), rng.dirichlet(np.ones(B), S)
+    eta = rng.uniform(0.05, 0.5, S) / (stage.half_range(Q) + beta)
+    p1, q1, it1 = _kernels.mmd_solve_batch(Q, pr, qr, beta, eta, 300, 0.0, False)
+    p2, q2 = stage._md_numpy(Q, pr, qr, beta, eta, 300)
+    assert np.abs(p1 - p2).max() <= 1e-12 and np.abs(q1 - q2).max() <= 1e-12
+    assert np.all(it1 == 300)
+    eta = 1.0 / (2 * stage.half_range(Q) + beta)
+    p1, q1, it1 = _kernels.mmd_solve_batch(Q, pr, qr, beta, eta, 20_000, 1e-11, True)
+    p2, q2, it2 = stage._extragradient_numpy(Q, pr, qr, beta, eta, 20_000, 1e-11)
+    assert np.array_equal(it1, it2)
+    assert np.abs(p1 - p2).max() <= 1e-12 and np.abs(q1 - q2).max() <= 1e-12
+
+
+@pytest.mark.skipif(not stage.HAVE_KERNEL, reason="compiled kernel not built")
+def test_kernel_rejects_non_float64_and_non_contiguous():
+    from repro.rose_sosmd import _kernels
+    Q = np.ones((2, 3, 3))
+    pr, qr, eta = np.full((2, 3), 1 / 3), np.full((2, 3), 1 / 3), np.ones(2)
+    with pytest.raises(TypeError):
+        _kernels.mmd_solve_batch(Q.astype(np.int64), pr, qr, 0.1, eta, 5, 0.0, False)
+    with pytest.raises(TypeError):
+        _kernels.mmd_solve_batch(np.asfortranarray(np.ones((2, 3, 4))[:, :, :3]), pr, qr, 0.1,
+                                 eta, 5, 0.0, False)
+    with pytest.raises(ValueError):
+        _kernels.mmd_solve_batch(Q, pr[:1], qr, 0.1, eta, 5, 0.0, False)
+
+
+# ----------------------------------------------------------------------------- experiments
+
+def test_determinism_and_pairing():
+    kw = dict(S=3, A=2, B=2, H=2, n_list=[64, 128], beta=0.1, T=20,
+              methods=("rose", "sos_md", "plugin", "pnvi", "rose_lcb"))
+    a = rs.rate_sweep(seeds=[0, 1], **kw).drop(columns="wall_s")
+    b = rs.rate_sweep(seeds=[0, 1], **kw).drop(columns="wall_s")
+    pd.testing.assert_frame_equal(a, b)
+    c = rs.rate_sweep(seeds=[2], **kw)
+    assert not np.isin(c["reg_gap"].to_numpy(), a["reg_gap"].to_numpy()).all()
+    # all methods at a (seed, n) saw the same dataset
+    assert (a.groupby(["seed", "n"])["empty_frac"].nunique() == 1).all()
+    # the dataset at (seed, n) does not depend on the rest of the grid
+    d = rs.rate_sweep(seeds=[1], **{**kw, "n_list": [128]}).drop(columns="wall_s")
+    e = a[(a.seed == 1) & (a.n == 128)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(d, e)
+
+
+def test_fit_slope_recovers_known_slope():
+    rng = np.random.default_rng(19)
+    ns = 2.0 ** np.arange(8, 16)
+    G = 3.0 * ns ** -0.7 * np.exp(0.05 * rng.normal(size=(5, len(ns))))
+    G[:, :4] *= 10.0                                        # a kink below n_min must be ignored
+    slope, (lo, hi) = rs.fit_slope(ns, G, n_min=4096)
+    assert abs(slope + 0.7) < 0.05 and lo <= -0.7 <= hi and lo < slope < hi
+    assert rs.fit_slope(ns, G, n_min=256)[0] < -1.0         # the full range is biased by the kink
+    with pytest.raises(ValueError):
+        rs.fit_slope(ns, G, n_min=2 ** 15)
+
+
+def _synthetic_rate_df(rate_rose: float, rate_plugin: float, seeds=range(5)):
+    rng = np.random.default_rng(20)
+    rows = []
+    for seed in seeds:
+        for n in 2 ** np.arange(8, 16):
+            for m, slope, metric in [("rose", rate_rose, "reg_gap"), ("plugin", rate_plugin, "unreg_gap"),
+                                     ("pnvi", rate_plugin, "unreg_gap")]:
+                g = float(n) ** slope * np.exp(0.02 * rng.normal())
+                rows.append(dict(seed=seed, n=int(n), method=m, reg_gap=g, unreg_gap=g, empty_frac=0.0))
+    return pd.DataFrame(rows)
+
+
+def test_claim_helpers_can_pass_and_fail():
+    good = _synthetic_rate_df(-1.0, -0.5)
+    assert rs.claim_c1(good)["meets"] is True and rs.claim_c2(good)["meets"] is True
+    bad = _synthetic_rate_df(-0.6, -0.5)
+    assert rs.claim_c1(bad)["meets"] is False and rs.claim_c2(bad)["meets"] is False
+    flat = _synthetic_rate_df(-1.0, -0.1)
+    assert rs.claim_c2(flat)["meets"] is False
+
+
+def test_small_pipeline_claims_run():
+    kw = dict(S=3, A=2, B=2, H=2, seeds=[0, 1])
+    rate = rs.rate_sweep(n_list=[256, 1024], T=30, **kw)
+    tdf = rs.t_sweep(n=1024, T_list=[5, 20], **kw)
+    skew = rs.rate_sweep(n_list=[256, 1024], behavior_temp=0.3, methods=("rose", "rose_lcb"), **kw)
+    bdf = rs.beta_sweep(n_list=[256, 1024], beta_list=[0.1], **kw)
+    assert rs.claim_c3(rate, tdf)["b"]["meets"] is None     # < 3 T values: inconclusive
+    assert rs.claim_c5(bdf)["meets"] is None                # one beta: no slope
+    assert rs.claim_c1(rate, n_min=256)["meets"] in (True, False)
+    assert rs.claim_c4(skew, n_min=256)["b_meets"] in (True, False)
+
+
+def test_numpy_fallback_when_kernel_missing(monkeypatch, small_instance):
+    game, refs = small_instance
+    d = rs.sample_dataset(game, *refs, 300, np.random.default_rng(21))
+    expected = rs.rose(d, 0.1, refs, solver="numpy")
+    monkeypatch.setattr(stage, "HAVE_KERNEL", False)
+    assert stage.resolve_solver(None) == "numpy"
+    with pytest.raises(ImportError):
+        stage.resolve_solver("cpp")
+    got = rs.rose(d, 0.1, refs)
+    assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
