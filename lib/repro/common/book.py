@@ -21,6 +21,9 @@ from .runner import RunError, execute, inputs_hash
 
 STAGE = REPO_ROOT / "_build" / "src"
 SCORECARD_MARK = "<!-- scorecard-table -->"
+#: What the site needs of MathJax 3: the combined TeX/MathML + CHTML component, the fonts and the parts it
+#: loads on demand (extensions, menu, accessibility).
+MATHJAX_PARTS = ("tex-mml-chtml.js", "input", "output", "ui", "a11y", "sre", "adaptors")
 
 
 def _hash_file(slug: str, profile: str) -> Path:
@@ -146,10 +149,16 @@ def stage(profile: str) -> Path:
         _sync(executed, STAGE / "notebooks" / notebook_path(slug).name)
     if missing:
         raise RunError(f"no executed notebook for {', '.join(missing)} in profile {profile}; run make book first")
-    mj_dst = STAGE / "_static" / "mathjax"
+    # Not under _static/: Jupyter Book would add every .js found there as a <script> on every page.
+    shutil.rmtree(STAGE / "_static", ignore_errors=True)
+    mj_src, mj_dst = _mathjax_dir(), STAGE / "_vendor" / "mathjax"
     if not (mj_dst / "tex-mml-chtml.js").exists():
-        shutil.copytree(_mathjax_dir(), mj_dst, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("sre", "*.map", "node-main.js"))
+        for part in MATHJAX_PARTS:
+            src = mj_src / part
+            if src.is_dir():
+                shutil.copytree(src, mj_dst / part, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.map"))
+            else:
+                _sync(src, mj_dst / part)
     return STAGE
 
 
