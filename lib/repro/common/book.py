@@ -89,7 +89,9 @@ def scorecard_rows(profile: str) -> list[dict[str, Any]]:
             verdict = verdicts[0] if len(set(verdicts)) == 1 else ", ".join(
                 f"{v} {verdicts.count(v)}/{len(verdicts)}" for v in sorted(set(verdicts)))
             numbers = "; ".join(f"{k} = {fmt(v)}" for k, v in list(claim["numbers"].items())[:3])
-            rows.append({"chapter": slug, "claim": claim["id"], "verdict": verdict, "numbers": numbers,
+            name = claim["statement"].split(":")[0] if ":" in claim["statement"][:60] else ""
+            rows.append({"chapter": slug, "claim": f"{claim['id']} · {name}" if name else claim["id"],
+                         "verdict": verdict, "numbers": numbers,
                          "seeds": ",".join(map(str, seeds)), "wall": f"{wall:.0f} s"})
     return rows
 
@@ -107,6 +109,7 @@ def scorecard_markdown(profile: str) -> str:
         numbers = r["numbers"].replace("|", "\\|")
         out.append(f"| {link} | {r['claim']} | {verdict} | {numbers} | {r['seeds']} | {r['wall']} |")
     counts = {v: sum(r["verdict"] == v for r in rows) for v in ("holds", "fails", "inconclusive")}
+    # a claim whose verdict differs across seeds counts under none of the three
     out += ["", f"In all: {counts['holds']} hold, {counts['fails']} fail, {counts['inconclusive']} inconclusive."]
     return "\n".join(out)
 
