@@ -25,10 +25,14 @@ SMOKE_BUDGET_S = float(os.environ.get("REPRO_SMOKE_BUDGET_S", "60"))
 JOBS = 2
 
 
+OFFLINE = book.offline_available()
+
+
 @pytest.fixture(scope="session")
 def executed() -> dict[str, str]:
-    """Run every chapter's smoke profile (two at a time); map slug -> failure message ('' when it ran)."""
-    failures = book.execute_changed("smoke", jobs=JOBS, timeout_s=300)
+    """Run every chapter's smoke profile (two at a time) with the network cut off where the machine allows it
+    (``unshare -rn``); map slug -> failure message ('' when it ran)."""
+    failures = book.execute_changed("smoke", jobs=JOBS, timeout_s=300, offline=OFFLINE)
     return {slug: next((f for f in failures if f.startswith(f"{slug}:")), "") for slug in SLUGS} | {
         "_all": "\n".join(failures)}
 
@@ -58,6 +62,14 @@ def test_smoke_runs_and_writes_a_complete_ledger(slug, executed):
     assert all(c["verdict"] in ("holds", "fails", "inconclusive") for c in data["claims"])
     assert data["wall_s"] <= SMOKE_BUDGET_S, f"smoke profile took {data['wall_s']} s (budget {SMOKE_BUDGET_S} s)"
     assert data["peak_rss_mib"] < 8 * 1024
+
+
+@pytest.mark.skipif(not OFFLINE, reason="unshare -rn is not available here: the smoke runs had network access")
+def test_smoke_runs_were_offline():
+    """The smoke executions above ran in a network namespace with no interface up (see ``executed``)."""
+    assert subprocess.run(["unshare", "-rn", sys.executable, "-c",
+                           "import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)"],
+                          capture_output=True).returncode != 0
 
 
 @pytest.mark.parametrize("slug", SLUGS)

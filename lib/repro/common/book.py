@@ -8,9 +8,11 @@ of MathJax so the site reads offline) and rendered with execution off and warnin
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -38,18 +40,39 @@ def is_current(slug: str, profile: str) -> bool:
     return h.exists() and nb.exists() and ledger.exists() and h.read_text().strip() == inputs_hash(slug, params)
 
 
-def execute_one(slug: str, profile: str, timeout_s: int | None = None) -> tuple[str, float]:
-    """Execute one chapter at seed 0 and store its inputs hash (computed before the run starts)."""
+def offline_available() -> bool:
+    """Whether ``unshare -rn`` can cut this process's children off the network (Linux user namespaces)."""
+    if not shutil.which("unshare"):
+        return False
+    return subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode == 0
+
+
+def execute_one(slug: str, profile: str, timeout_s: int | None = None, offline: bool = False) -> tuple[str, float]:
+    """Execute one chapter at seed 0 and store its inputs hash (computed before the run starts).
+
+    With ``offline`` the run happens in a new network namespace with no interface up (``unshare -rn``):
+    a chapter that tries to download anything fails there.
+    """
     params = {"profile": profile, "seed": 0}
     digest = inputs_hash(slug, params)
     _hash_file(slug, profile).unlink(missing_ok=True)
-    result = execute(slug, params, timeout_s=timeout_s)
+    if offline:
+        t0 = time.perf_counter()
+        cmd = ["unshare", "-rn", sys.executable, "-m", "repro.common.cli", "run", slug, "-y", json.dumps(params)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT,
+                              timeout=None if timeout_s is None else 4 * timeout_s)
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+            raise RunError(f"{slug}: offline run failed: {last.removeprefix('error: ')}")
+        seconds = time.perf_counter() - t0
+    else:
+        seconds = execute(slug, params, timeout_s=timeout_s).seconds
     _hash_file(slug, profile).write_text(digest + "\n")
-    return slug, result.seconds
+    return slug, seconds
 
 
 def execute_changed(profile: str, jobs: int = 2, slugs: list[str] | None = None,
-                    timeout_s: int | None = None) -> list[str]:
+                    timeout_s: int | None = None, offline: bool = False) -> list[str]:
     """Execute every chapter whose inputs changed; return the failures' messages (empty when all ran)."""
     todo = [s for s in (slugs or chapter_slugs()) if not is_current(s, profile)]
     skipped = sorted(set(slugs or chapter_slugs()) - set(todo))
@@ -60,7 +83,7 @@ def execute_changed(profile: str, jobs: int = 2, slugs: list[str] | None = None,
         return failures
     print(f"executing ({profile}, {jobs} at a time): {', '.join(todo)}", flush=True)
     with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo)))) as pool:
-        futures = {s: pool.submit(execute_one, s, profile, timeout_s) for s in todo}
+        futures = {s: pool.submit(execute_one, s, profile, timeout_s, offline) for s in todo}
         for slug, fut in futures.items():
             try:
                 _, seconds = fut.result()

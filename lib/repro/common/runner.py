@@ -14,12 +14,15 @@ import hashlib
 import importlib
 import json
 import os
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from traitlets.config import Config as TraitletsConfig
 
 from .paths import REPO_ROOT, notebook_path, results_dir
 from .params import ConfigError
@@ -137,10 +140,14 @@ def execute(slug: str, params: dict[str, Any], *, out_dir: Path | None = None, t
     ledger.unlink(missing_ok=True)  # an old ledger must not pass for this run's
     params = {"profile": cfg.profile, "seed": cfg.seed, **{k: v for k, v in params.items() if k not in ("profile", "seed")}}
     t0 = time.perf_counter()
+    # The kernel talks to papermill over Unix sockets, not TCP: the run then needs no network interface at
+    # all, not even loopback (``unshare -n`` brings none up), which is how we check that a chapter is offline.
+    sockets = Path(tempfile.mkdtemp(prefix="repro-kernel-"))
+    ipc = TraitletsConfig({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}})
     try:
         pm.execute_notebook(
             str(notebook_path(slug)), str(partial), parameters=params, kernel_name="python3",
-            cwd=str(notebook_path(slug).parent), progress_bar=False, execution_timeout=timeout_s,
+            cwd=str(notebook_path(slug).parent), progress_bar=False, execution_timeout=timeout_s, config=ipc,
         )
     except pm.PapermillExecutionError as exc:
         partial.replace(failed)
@@ -150,6 +157,8 @@ def execute(slug: str, params: dict[str, Any], *, out_dir: Path | None = None, t
         if partial.exists():
             partial.replace(failed)
         raise
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
     partial.replace(final)
     if not ledger.exists():
         raise RunError(f"{slug}: the notebook finished but wrote no ledger at {ledger}")
