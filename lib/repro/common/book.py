@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .claims import fmt, load_ledgers
+from .claims import Claim, fmt, load_ledgers
 from .paths import REPO_ROOT, chapter_slugs, notebook_path, results_dir
 from .runner import RunError, execute, inputs_hash
 
@@ -112,8 +112,8 @@ def scorecard_rows(profile: str) -> list[dict[str, Any]]:
             verdict = verdicts[0] if len(set(verdicts)) == 1 else ", ".join(
                 f"{v} {verdicts.count(v)}/{len(verdicts)}" for v in sorted(set(verdicts)))
             numbers = "; ".join(f"{k} = {fmt(v)}" for k, v in list(claim["numbers"].items())[:3])
-            name = claim["statement"].split(":")[0] if ":" in claim["statement"][:60] else ""
-            rows.append({"chapter": slug, "claim": f"{claim['id']} · {name}" if name else claim["id"],
+            name = Claim(claim["id"], claim["statement"]).name
+            rows.append({"chapter": slug, "claim": name,
                          "verdict": verdict, "numbers": numbers,
                          "seeds": ",".join(map(str, seeds)), "wall": f"{wall:.0f} s"})
     return rows

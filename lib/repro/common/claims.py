@@ -45,6 +45,12 @@ class Claim:
     numbers: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
 
+    @property
+    def name(self) -> str:
+        """``C1 · Fast rate`` when the statement starts with a short ``Name:``, else the id."""
+        head = self.statement.split(":")[0]
+        return f"{self.id} · {head}" if ":" in self.statement and len(head) <= 60 else self.id
+
 
 def _clean(value: Any) -> Any:
     """JSON-able numbers: numpy scalars to Python, floats rounded to 6 significant digits, NaN to None."""
@@ -113,7 +119,7 @@ class Ledger:
         numbers: dict[str, Any],
         reason: str = "",
         inconclusive: str | None = None,
-    ) -> Claim:
+    ) -> None:
         """Record a claim's measured ``numbers`` and its verdict.
 
         ``holds`` is the claim's condition evaluated on those numbers. Pass ``inconclusive`` (the reason)
@@ -133,7 +139,6 @@ class Ledger:
             claim.reason = reason
         claim.threshold = threshold
         claim.numbers = _clean(numbers)
-        return claim
 
     @property
     def complete(self) -> bool:
@@ -160,11 +165,12 @@ class Ledger:
         return pd.DataFrame(self.rows()).set_index("claim")
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in ("claim", "statement", "threshold", "measured", "verdict", "why"))
+        # The statements are in the chapter's "Claims we test"; the table names each claim and shows the numbers.
+        head = "".join(f"<th>{h}</th>" for h in ("claim", "threshold", "measured", "verdict", "why"))
         body = []
-        for r in self.rows():
+        for c, r in zip(self.claims.values(), self.rows()):
             color = _COLORS.get(r["verdict"], "#57606a")
-            cells = [html.escape(r[k]) for k in ("claim", "statement", "threshold", "measured")]
+            cells = [f"<b>{html.escape(c.name)}</b>"] + [html.escape(r[k]) for k in ("threshold", "measured")]
             cells.append(f'<b style="color:{color}">{html.escape(r["verdict"])}</b>')
             cells.append(html.escape(r["why"]))
             body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
