@@ -5,7 +5,8 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-PALETTE = ("#0b5394", "#cc4125", "#38761d", "#b45f06", "#674ea7", "#45818e", "#a61c00", "#7f6000")
+PALETTE = ("#0b5394", "#cc4125", "#38761d", "#b45f06", "#674ea7", "#45818e", "#a61c00", "#7f6000",
+           "#c27ba0", "#3d85c6", "#6aa84f", "#e69138", "#8e7cc3", "#76a5af", "#999999", "#000000")
 _assigned: dict[str, str] = {}
 
 
