@@ -170,3 +170,14 @@ def test_slope_and_bootstrap():
     assert loglog_slope(n, 3.0 * n**-1.0) == pytest.approx(-1.0)
     lo, hi = bootstrap_ci(np.arange(20.0), np.mean, rng=0)
     assert lo < 9.5 < hi and hi - lo < 6
+
+
+def test_paired_summary_handles_identical_differences():
+    from repro.common import paired_summary
+
+    out = paired_summary(np.array([1.0, 2.0, 3.0]), np.array([0.5, 1.5, 2.5]))
+    assert out["mean_diff"] == pytest.approx(0.5) and out["p_value"] == 0.0
+    assert np.isnan(paired_summary(np.array([1.0, 2.0]), np.array([1.0, 2.0]))["p_value"])
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=30), rng.normal(size=30)
+    assert 0 < paired_summary(a, b)["p_value"] < 1

@@ -221,7 +221,7 @@ class BaseConfig:
         for f in dataclasses.fields(cls):
             row = {"name": f.name, "type": _type_name(hints[f.name]), "doc": f.metadata.get("doc", "")}
             for prof in cls.PROFILES:
-                row[prof] = cls.PROFILES[prof].get(f.name, f.default)
+                row[prof] = prof if f.name == "profile" else cls.PROFILES[prof].get(f.name, f.default)
             row["allowed"] = _range_text(dict(f.metadata)) or (
                 ", ".join(map(repr, f.metadata["choices"])) if f.metadata.get("choices") else ""
             )

@@ -44,5 +44,8 @@ def paired_summary(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> dict[st
     """Mean paired difference a − b with its t interval and the paired t-test p-value."""
     d = np.asarray(a, float) - np.asarray(b, float)
     mean, half = mean_ci(d, level=level)
-    p = float(_st.ttest_rel(a, b).pvalue) if len(d) > 1 else float("nan")
+    if len(d) < 2 or np.all(d == d[0]):  # no spread: the t statistic is undefined
+        p = float("nan") if len(d) < 2 or d[0] == 0 else 0.0
+    else:
+        p = float(_st.ttest_rel(a, b).pvalue)
     return {"mean_diff": float(mean), "ci_lo": float(mean - half), "ci_hi": float(mean + half), "p_value": p}
