@@ -1,0 +1,77 @@
+"""Parameters of chapter 19 (PULSE): the card's table, with the full profile as defaults."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from repro.common import BaseConfig, knob
+
+ECG_METHODS = ("pulse", "pulse_xwin", "simclr", "ts2vec", "mae", "dsvae", "supervised")
+LORENZ_METHODS = ("pulse", "pulse_oracle", "dsvae", "mae", "simclr")
+
+SMOKE = dict(n_seeds=1, n_subjects_ecg=16, rec_seconds=6.0, lorenz_traj_per_class=4, lorenz_rhos=(28.0, 110.0),
+             noise_levels=(0.1,), emb_dim=16, hidden=8, depth=2, gru_hidden=16, epochs=1, max_train_windows=128,
+             batch_size=32, n_init_samples=1, pool_denom=25, label_fracs=(0.1, 1.0), ecg_methods=("pulse", "simclr"),
+             lorenz_methods=("pulse", "dsvae"), n_subjects_ppg=12, transfer_epochs=2, n_label_draws=2)
+
+
+@dataclass(frozen=True)
+class Config(BaseConfig):
+    """Chapter 19's knobs. Defaults are the ``full`` profile; ``smoke`` changes what ``SMOKE`` lists."""
+
+    slug: ClassVar[str] = "pulse"
+    PROFILES: ClassVar[dict] = {"full": {}, "smoke": SMOKE}
+
+    n_seeds: int = knob(3, ge=1, le=20, doc="seeds (data and model) averaged in every table")
+    n_subjects_ecg: int = knob(80, ge=12, le=2000, doc="synthetic ECG subjects (balanced over 4 classes)")
+    rec_seconds: float = knob(20.0, ge=4, le=600, doc="seconds recorded per subject (ECG and PPG)")
+    fs: int = knob(50, ge=10, le=500, doc="sampling rate of the windows, Hz (ECG integrated at 500 Hz)")
+    window: int = knob(100, ge=20, le=1000, doc="window length T in samples (stride T/2)")
+    lorenz_traj_per_class: int = knob(20, ge=3, le=500, doc="Lorenz trajectories per rho (split 70/15/15)")
+    lorenz_rhos: tuple[float, ...] = knob((28.0, 55.0, 83.0, 110.0, 138.0), gt=0, le=152, min_len=2,
+                                          doc="Lorenz rho values, one class each")
+    lorenz_noise: float = knob(0.1, ge=0, le=1, doc="process-noise level of C1/C2 (fraction of the clean RMS)")
+    noise_levels: tuple[float, ...] = knob((0.0, 0.1, 0.3), ge=0, le=1, min_len=1, doc="noise levels of C6")
+    emb_dim: int = knob(32, ge=2, le=512, doc="embedding size e of the shared encoder")
+    hidden: int = knob(16, ge=2, le=512, doc="hidden channels of the encoder blocks")
+    depth: int = knob(4, ge=1, le=12, doc="dilated residual blocks before the final block")
+    gru_hidden: int = knob(32, ge=2, le=512, doc="PULSE decoder GRU size (and init-encoder output)")
+    epochs: int = knob(5, ge=1, le=200, doc="pretraining epochs over the training windows")
+    max_train_windows: int = knob(800, ge=16, le=100_000, doc="cap on training windows (stratified)")
+    batch_size: int = knob(64, ge=2, le=4096, doc="mini-batch size")
+    lr: float = knob(1e-3, gt=0, le=1, doc="peak learning rate (AdamW, one-cycle)")
+    n_init_samples: int = knob(2, ge=0, le=10, doc="random-start passes per batch in PULSE's loss")
+    sample_right_boundary: int = knob(50, ge=1, le=1000, doc="R: random starts t0 in {0 .. T-R-1}")
+    tv_dim: int = knob(1, ge=1, le=16, doc="channels of PULSE's time-varying drive d")
+    pool_denom: int = knob(50, ge=1, le=1000, doc="d is max-pooled to T // pool_denom steps")
+    label_fracs: tuple[float, ...] = knob((0.01, 0.05, 0.1, 1.0), gt=0, le=1, min_len=1,
+                                          doc="fractions of training labels in the label-efficiency study")
+    n_label_draws: int = knob(5, ge=1, le=50, doc="stratified label draws per fraction below 1")
+    ecg_methods: tuple[str, ...] = knob(ECG_METHODS, choices=ECG_METHODS, min_len=1, doc="methods of C3/C4")
+    lorenz_methods: tuple[str, ...] = knob(LORENZ_METHODS, choices=LORENZ_METHODS, min_len=1, doc="methods of C1/C2")
+    n_subjects_ppg: int = knob(45, ge=9, le=2000, doc="PPG-like subjects of the transfer target (3 classes)")
+    transfer_epochs: int = knob(10, ge=1, le=200, doc="end-to-end fine-tuning epochs on PPG (C5)")
+
+    def check(self) -> None:
+        if "pulse" not in self.ecg_methods:
+            self.fail("ecg_methods", f"must include 'pulse'; got {list(self.ecg_methods)}")
+        if "pulse" not in self.lorenz_methods:
+            self.fail("lorenz_methods", f"must include 'pulse'; got {list(self.lorenz_methods)}")
+        for name in ("ecg_methods", "lorenz_methods", "lorenz_rhos", "noise_levels", "label_fracs"):
+            v = getattr(self, name)
+            if len(set(v)) != len(v):
+                self.fail(name, f"has repeated values; got {list(v)}")
+        if 500 % self.fs:
+            self.fail("fs", f"must divide 500 (ECGSYN is integrated at 500 Hz and block-averaged); got {self.fs}")
+        L = int(round(self.rec_seconds * self.fs))
+        if self.window > L:
+            self.fail("window", f"must fit in one recording (rec_seconds x fs = {L} samples); got {self.window}")
+        if "pulse_xwin" in self.ecg_methods and 2 * self.window > L:
+            self.fail("rec_seconds", f"must hold two windows for pulse_xwin (>= {2 * self.window / self.fs:g} s); "
+                                     f"got {self.rec_seconds}")
+        if self.sample_right_boundary >= self.window:
+            self.fail("sample_right_boundary", f"must be < window ({self.window}); got {self.sample_right_boundary}")
+        if self.pool_denom > self.window:
+            self.fail("pool_denom", f"must be <= window ({self.window}); got {self.pool_denom}")
+        if self.n_subjects_ecg < 12:
+            self.fail("n_subjects_ecg", "needs >= 3 subjects per class for a train/val/test split")

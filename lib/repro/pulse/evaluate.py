@@ -1,0 +1,149 @@
+"""Evaluation of chapter 19: the linear probe on frozen codes, label efficiency, ridge R^2 for the mechanism
+test (C2), end-to-end fine-tuning for transfer (C5), and the bootstrap over test windows (C6).
+
+The probe is L2-regularised multinomial logistic regression on standardised embeddings,
+
+    min_{W, b}  (1/n) sum_i CE(W z_i + b, y_i) + (1 / (2 C n)) ||W||_F^2      (bias not penalised),
+
+i.e. scikit-learn's C-parameterisation divided by C n; solved by torch L-BFGS in float64 and checked against
+cvxpy in the tests. C is chosen on the validation split from ``C_grid``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from sklearn.linear_model import Ridge
+from sklearn.metrics import balanced_accuracy_score, f1_score, r2_score
+from sklearn.model_selection import GroupKFold
+
+from .generators import WindowSet
+
+C_GRID = (0.01, 0.1, 1.0, 10.0)
+
+
+def probe_objective(W: torch.Tensor, b: torch.Tensor, Z: torch.Tensor, y: torch.Tensor, C: float) -> torch.Tensor:
+    """Mean cross-entropy plus ||W||^2 / (2 C n)."""
+    n = len(y)
+    return F.cross_entropy(Z @ W + b, y) + (W ** 2).sum() / (2 * C * n)
+
+
+def fit_logreg(Z: np.ndarray, y: np.ndarray, C: float, n_classes: int | None = None,
+               max_iter: int = 200, tol: float = 1e-7) -> tuple[np.ndarray, np.ndarray, float]:
+    """Minimise :func:`probe_objective` by L-BFGS (strong Wolfe); returns W (d, K), b (K,), the objective."""
+    K = int(n_classes if n_classes is not None else y.max() + 1)
+    Zt = torch.as_tensor(Z, dtype=torch.float64)
+    yt = torch.as_tensor(y, dtype=torch.long)
+    W = torch.zeros(Z.shape[1], K, dtype=torch.float64, requires_grad=True)
+    b = torch.zeros(K, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([W, b], lr=1, max_iter=max_iter, tolerance_grad=tol, tolerance_change=1e-14,
+                            history_size=20, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = probe_objective(W, b, Zt, yt, C)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        obj = float(probe_objective(W, b, Zt, yt, C))
+    return W.detach().numpy(), b.detach().numpy(), obj
+
+
+@dataclass
+class ProbeResult:
+    acc: float
+    macro_f1: float
+    balanced_acc: float
+    C: float
+    pred: np.ndarray
+
+
+def _standardise(Ztr: np.ndarray, *others: np.ndarray) -> list[np.ndarray]:
+    mu, sd = Ztr.mean(0), Ztr.std(0) + 1e-8
+    return [(Z - mu) / sd for Z in (Ztr, *others)]
+
+
+def linear_probe(Ztr: np.ndarray, ytr: np.ndarray, Zva: np.ndarray, yva: np.ndarray, Zte: np.ndarray,
+                 yte: np.ndarray, C_grid=C_GRID, n_classes: int | None = None) -> ProbeResult:
+    """Fit the probe for every C, keep the best on validation (first on ties), report test metrics."""
+    K = int(n_classes if n_classes is not None else max(ytr.max(), yva.max(), yte.max()) + 1)
+    Ztr, Zva, Zte = _standardise(Ztr, Zva, Zte)
+    best = None
+    for C in C_grid:
+        W, b, _ = fit_logreg(Ztr, ytr, C, K)
+        va = float(((Zva @ W + b).argmax(1) == yva).mean())
+        if best is None or va > best[0]:
+            best = (va, C, W, b)
+    _, C, W, b = best
+    pred = (Zte @ W + b).argmax(1)
+    return ProbeResult(float((pred == yte).mean()), float(f1_score(yte, pred, average="macro")),
+                       float(balanced_accuracy_score(yte, pred)), float(C), pred)
+
+
+def label_subset(y: np.ndarray, frac: float, rng: np.random.Generator) -> np.ndarray:
+    """Indices of a stratified ``frac`` of the labels, at least one per class."""
+    out = []
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c)
+        k = max(1, int(round(frac * len(idx))))
+        out.extend(rng.choice(idx, size=k, replace=False))
+    return np.sort(np.array(out))
+
+
+def label_efficiency(Ztr, ytr, Zva, yva, Zte, yte, fracs, n_draws: int, rng: np.random.Generator,
+                     C_grid=C_GRID) -> dict[float, list[float]]:
+    """Probe test accuracy with a fraction of the training labels, ``n_draws`` stratified draws per fraction."""
+    K = int(max(ytr.max(), yte.max()) + 1)
+    out: dict[float, list[float]] = {}
+    for f in fracs:
+        draws = 1 if f >= 1 else n_draws
+        out[f] = []
+        for _ in range(draws):
+            idx = label_subset(ytr, f, rng) if f < 1 else np.arange(len(ytr))
+            out[f].append(linear_probe(Ztr[idx], ytr[idx], Zva, yva, Zte, yte, C_grid, K).acc)
+    return out
+
+
+def ridge_r2(Z: np.ndarray, target: np.ndarray, groups: np.ndarray, alpha: float = 1.0, n_splits: int = 5) -> float:
+    """Cross-validated R^2 of a ridge regression from codes Z to ``target`` (averaged over its columns);
+    folds by recording (``groups``) so overlapping windows of one trajectory never straddle a fold."""
+    target = target.reshape(len(target), -1)
+    pred = np.zeros_like(target, dtype=float)
+    for tr, te in GroupKFold(n_splits=min(n_splits, len(np.unique(groups)))).split(Z, target, groups):
+        (Ztr, Zte) = _standardise(Z[tr], Z[te])
+        pred[te] = Ridge(alpha=alpha).fit(Ztr, target[tr]).predict(Zte).reshape(len(te), -1)
+    return float(r2_score(target, pred, multioutput="uniform_average"))
+
+
+def finetune_transfer(encoder: torch.nn.Module, data, *, epochs: int, batch_size: int, lr: float,
+                      seed: int) -> dict[str, float]:
+    """Fine-tune ``encoder`` plus a new linear head end-to-end on ``data.train``; test accuracy and macro-F1."""
+    from .baselines import Supervised
+    from .training import fit
+
+    K = len(data.classes)
+    torch.manual_seed(seed)
+    model = Supervised(data.n_channels, K, encoder.hidden, encoder.emb, encoder.depth)
+    model.encoder.load_state_dict(encoder.state_dict())
+    log = fit(model, data.train, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
+    pred = model.predict(data.test.X)
+    return {"acc": float((pred == data.test.y).mean()), "macro_f1": float(f1_score(data.test.y, pred, average="macro")),
+            "cpu_s": log.cpu_s}
+
+
+def bootstrap_drop_diff(correct_a0, correct_a1, correct_b0, correct_b1, n_boot: int = 2000,
+                        rng: np.random.Generator | int = 0) -> tuple[float, float, float]:
+    """(drop_a - drop_b) with a percentile 95% interval, resampling the test windows of each noise level
+    (the two methods share each level's resample). drop = acc(low noise) - acc(high noise)."""
+    rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
+    a0, a1, b0, b1 = (np.asarray(v, float) for v in (correct_a0, correct_a1, correct_b0, correct_b1))
+    point = (a0.mean() - a1.mean()) - (b0.mean() - b1.mean())
+    i0 = rng.integers(0, len(a0), (n_boot, len(a0)))
+    i1 = rng.integers(0, len(a1), (n_boot, len(a1)))
+    boots = (a0[i0].mean(1) - a1[i1].mean(1)) - (b0[i0].mean(1) - b1[i1].mean(1))
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return float(point), float(lo), float(hi)

@@ -1,0 +1,367 @@
+"""Chapter 19 (PULSE): integrators against their numpy references and a known convergence order, the ECG
+generator's semantics, leak-free splits, the probe against cvxpy, PULSE's masking / batching / receptive
+field, the baselines' losses against brute force, and a short training smoke test."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from scipy.signal import find_peaks
+
+from repro import pulse as P
+from repro.common.params import ConfigError
+from repro.pulse import generators as G
+
+torch.set_num_threads(1)
+needs_kernel = pytest.mark.skipif(not G.HAVE_KERNEL, reason="compiled kernel not built")
+
+
+# ----------------------------------------------------------------------------------------------- integrators
+def _ecg_inputs(seconds: float, h: float, jitter: bool = True, n: int = 4, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    subj = G.sample_subjects(n, rng, jitter=jitter)
+    omega, z0 = G.ecg_drive(subj, seconds, h, rng)
+    phi = rng.uniform(-np.pi, np.pi, n)
+    x0 = np.stack([np.cos(phi), np.sin(phi), np.zeros(n)], 1)
+    return subj, x0, omega, z0
+
+
+@needs_kernel
+def test_ecg_kernel_matches_numpy_over_10_seconds():
+    subj, x0, omega, z0 = _ecg_inputs(10.0, 1 / 500)
+    a = G.integrate_ecg(x0, omega, z0, subj.a, subj.b, subj.theta, 1 / 500, backend="cpp")
+    b = G.integrate_ecg(x0, omega, z0, subj.a, subj.b, subj.theta, 1 / 500, backend="numpy")
+    assert a.shape == (4, 5001, 3)
+    assert np.abs(a - b).max() < 1e-10
+
+
+@needs_kernel
+def test_lorenz_kernel_matches_numpy_with_the_same_noise():
+    rng = np.random.default_rng(1)
+    x0, xi = rng.standard_normal((5, 3)), rng.standard_normal((5, 1199, 3))
+    rho = np.array([28, 55, 83, 110, 138.0])
+    speed = np.array([G.lorenz_speed(r) for r in rho])
+    g = rng.uniform(1, 5, 5)
+    a = G.integrate_lorenz(x0, xi, rho, speed, g, G.LORENZ_DT, backend="cpp")
+    b = G.integrate_lorenz(x0, xi, rho, speed, g, G.LORENZ_DT, backend="numpy")
+    assert np.abs(a - b).max() < 1e-12
+    assert np.abs(a[:, 1:] - a[:, :-1]).max() > 0.1  # it moved
+
+
+@needs_kernel
+def test_kernel_rejects_int_arrays_instead_of_copying():
+    x0 = np.zeros((1, 3), dtype=np.int64)
+    with pytest.raises(TypeError):
+        G._kernels.lorenz_sde(x0, np.zeros((1, 2, 3)), np.ones(1), np.ones(1), np.ones(1), 10.0, 8 / 3, 1e-3)
+
+
+@pytest.mark.parametrize("rho", list(G.OFFICIAL_RHO_GRID))
+def test_noise_free_lorenz_stays_finite_on_the_whole_grid(rho):
+    ys, info = G.lorenz_sde(rho, n_traj=5, n_keep=1000, noise=0.0, seed=3)
+    assert np.isfinite(ys).all() and info["g"] == 0
+    # official z-scoring: per-dimension mean removed, then one scalar: the std of all raw values pooled
+    assert np.allclose(ys.mean((0, 1)), 0, atol=1e-9) and 0.2 < ys.std() <= 1.0
+
+
+def test_lorenz_speeds_are_the_official_sweep():
+    assert [round(G.lorenz_speed(r), 1) for r in (28, 55, 83, 110, 138)] == [16.0, 14.2, 12.4, 10.7, 8.9]
+
+
+def test_rk4_is_fourth_order_on_the_smooth_ecg():
+    """Without per-beat RR jitter the right-hand side is smooth: halving h divides the error by ~16."""
+    subj = G.sample_subjects(4, np.random.default_rng(5), jitter=False)
+    subj = subj.take(np.flatnonzero(subj.label == 0)[:1])  # the normal class
+    x0 = np.array([[1.0, 0.0, 0.0]])
+    seconds = 1.0
+
+    def final(h):
+        omega, z0 = G.ecg_drive(subj, seconds, h, np.random.default_rng(0))
+        return G.integrate_ecg(x0, omega, z0, subj.a, subj.b, subj.theta, h)[0, -1]
+
+    ref = final(1 / 16000)
+    errs = [np.abs(final(h) - ref).max() for h in (1 / 500, 1 / 1000, 1 / 2000)]
+    ratios = [errs[0] / errs[1], errs[1] / errs[2]]
+    assert all(12 <= r <= 20 for r in ratios), (errs, ratios)
+
+
+# ----------------------------------------------------------------------------------------------- ECG semantics
+def _clean_z(subj, seconds=30.0, seed=0):
+    fs = 500
+    _, traj = G.ecgsyn(subj, seconds, fs_int=fs, fs=50, seed=seed, return_internal=True)
+    return traj, fs
+
+
+def _r_peaks(z, fs):
+    peaks, _ = find_peaks(z, height=np.median(z) + 0.5 * (z.max() - np.median(z)), distance=int(0.3 * fs))
+    return peaks
+
+
+def _fwhm(z, peak):
+    base = np.median(z)
+    half = base + 0.5 * (z[peak] - base)
+    lo = peak
+    while lo > 0 and z[lo] > half:
+        lo -= 1
+    hi = peak
+    while hi < len(z) - 1 and z[hi] > half:
+        hi += 1
+    return hi - lo
+
+
+def _one_subject_of_each_class(seed=2):
+    subj = G.sample_subjects(8, np.random.default_rng(seed))
+    return subj, {c: int(np.flatnonzero(subj.label == c)[0]) for c in range(4)}
+
+
+def test_r_peak_rate_matches_the_mean_rr():
+    subj, _ = _one_subject_of_each_class()
+    traj, fs = _clean_z(subj)
+    for i in np.flatnonzero(~subj.irregular):
+        bpm = 60 / (np.diff(_r_peaks(traj[i, :, 2], fs)).mean() / fs)
+        assert abs(bpm - 60 / subj.rr0[i]) <= 2, (i, bpm, 60 / subj.rr0[i])
+
+
+def test_wide_qrs_is_wider_and_inverted_t_flips_and_af_is_irregular():
+    subj, idx = _one_subject_of_each_class()
+    normal = subj.take(np.array([idx[0]] * 3))
+    normal.b[1, G.QRS] *= G.WIDE_QRS_FACTOR  # the wide-QRS change applied to the same subject
+    normal.a[1, G.QRS] /= G.WIDE_QRS_FACTOR ** 2
+    normal.a[2, 4] *= -0.7                   # the inverted-T change
+    normal.rr_cv[:] = 0.0
+    traj, fs = _clean_z(normal, seconds=10.0)
+    w = [np.median([_fwhm(traj[k, :, 2], p) for p in _r_peaks(traj[k, :, 2], fs)[1:-1]]) for k in (0, 1)]
+    assert w[1] >= 1.8 * w[0], w
+    theta = np.arctan2(traj[..., 1], traj[..., 0])
+    near_t = np.abs(theta - normal.theta[:, 4:5]) < 0.05
+    t_wave = [np.mean(traj[k, near_t[k], 2]) - np.median(traj[k, :, 2]) for k in (0, 2)]
+    assert t_wave[0] > 0 > t_wave[1], t_wave
+    # AF-like rhythm: RR coefficient of variation of detected beats
+    traj, fs = _clean_z(subj.take(np.array([idx[3]])), seconds=60.0)
+    rr = np.diff(_r_peaks(traj[0, :, 2], fs)) / fs
+    assert rr.std() / rr.mean() > 0.15
+
+
+def test_generators_are_deterministic_and_seed_dependent():
+    a, b, c = (G.ecg_dataset(12, 4.0, seed=s) for s in (1, 1, 2))
+    assert np.array_equal(a.train.X, b.train.X) and not np.array_equal(a.train.X, c.train.X)
+    la, lb = (G.lorenz_dataset([28, 83], 4, 0.1, seed=3) for _ in range(2))
+    assert np.array_equal(la.test.X, lb.test.X)
+    pa, pb = (G.ppg_dataset(9, 4.0, seed=4) for _ in range(2))
+    assert np.array_equal(pa.val.X, pb.val.X)
+
+
+@pytest.mark.parametrize("make", [lambda: G.ecg_dataset(40, 6.0, seed=0),
+                                  lambda: G.lorenz_dataset([28, 55, 83], 10, 0.1, seed=0),
+                                  lambda: G.ppg_dataset(30, 6.0, seed=0)])
+def test_splits_share_no_recording_and_keep_classes_balanced(make):
+    ds = make()
+    recs = [set(ds.train.rec), set(ds.val.rec), set(ds.test.rec)]
+    assert not (recs[0] & recs[1]) and not (recs[0] & recs[2]) and not (recs[1] & recs[2])
+    for ws in (ds.train, ds.val, ds.test):
+        share = np.bincount(ws.y, minlength=len(ds.classes)) / len(ws)
+        assert np.abs(share - 1 / len(ds.classes)).max() <= 0.05
+        assert ws.X.dtype == np.float32 and np.isfinite(ws.X).all()
+
+
+# ----------------------------------------------------------------------------------------------- probe
+def test_probe_matches_cvxpy_multinomial_logistic_regression():
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(0)
+    n, d, K, C = 300, 16, 4, 0.5
+    y = rng.integers(0, K, n)
+    Z = rng.standard_normal((n, d)) + 0.8 * rng.standard_normal((K, d))[y]
+    W, b, obj = P.fit_logreg(Z, y, C, K)
+    Wv, bv = cp.Variable((d, K)), cp.Variable(K)
+    logits = Z @ Wv + np.ones((n, 1)) @ cp.reshape(bv, (1, K), order="C")
+    Y = np.eye(K)[y]
+    ce = (cp.sum(cp.log_sum_exp(logits, axis=1)) - cp.sum(cp.multiply(Y, logits))) / n
+    prob = cp.Problem(cp.Minimize(ce + cp.sum_squares(Wv) / (2 * C * n)))
+    prob.solve(solver="CLARABEL")
+    assert abs(obj - prob.value) < 1e-5, (obj, prob.value)
+    assert obj <= prob.value + 1e-7
+
+
+def test_label_subset_is_stratified_with_one_per_class():
+    y = np.repeat(np.arange(4), 200)
+    idx = P.label_subset(y, 0.01, np.random.default_rng(0))
+    assert np.array_equal(np.bincount(y[idx]), [2, 2, 2, 2])
+    idx = P.label_subset(np.repeat(np.arange(4), 20), 0.01, np.random.default_rng(0))
+    assert np.array_equal(np.bincount(np.repeat(np.arange(4), 20)[idx]), [1, 1, 1, 1])
+
+
+def test_ridge_r2_recovers_a_linear_target_and_not_noise():
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((200, 8))
+    groups = np.repeat(np.arange(20), 10)
+    assert P.ridge_r2(Z, Z @ rng.standard_normal(8), groups) > 0.95
+    assert P.ridge_r2(Z, rng.standard_normal(200), groups) < 0.1
+
+
+# ----------------------------------------------------------------------------------------------- PULSE
+def _model(**kw):
+    torch.manual_seed(0)
+    kw = dict(dict(hidden=8, emb=16, depth=2, gru_hidden=16, init_hidden=16, pool_denom=25,
+                   n_init_samples=2, sample_right_boundary=50), **kw)
+    return P.PULSE(3, **kw)
+
+
+def test_shift_and_mask_with_t0_zero_is_x_from_one_on():
+    x = torch.randn(4, 100, 3)
+    true, m = P.shift_and_mask(x, torch.zeros(4, dtype=torch.long))
+    assert torch.equal(true, x[:, 1:]) and bool(m.all())
+    t0 = torch.tensor([0, 5, 30, 49])
+    true, m = P.shift_and_mask(x, t0)
+    for i, s in enumerate(t0.tolist()):
+        L = 99 - s
+        assert torch.equal(true[i, :L], x[i, s + 1:]) and m[i, :L].all() and not m[i, L:].any()
+        assert torch.count_nonzero(true[i, L:]) == 0
+
+
+def test_batched_objective_equals_per_pass_objective_without_dropout():
+    model = _model(dropout=0.0).eval()
+    x = torch.randn(6, 100, 3)
+    gen = torch.Generator().manual_seed(0)
+    starts = model.draw_starts(6, 100, gen)
+    assert len(starts) == 3 and starts[0].eq(0).all() and max(int(s.max()) for s in starts) < 50
+    with torch.no_grad():
+        a = model.objective(x, x, starts)
+        b = model.objective(x, x, starts, per_pass=True)
+        assert abs(float(a) - float(b)) < 1e-6
+        xb = torch.randn(6, 100, 3)  # cross-window version: c from x, the rest from xb
+        assert abs(float(model.objective(x, xb, starts)) - float(model.objective(x, xb, starts, per_pass=True))) < 1e-6
+
+
+@torch.no_grad()
+def test_padded_tail_predictions_do_not_change_the_loss():
+    model = _model(dropout=0.0).eval()
+    x = torch.randn(5, 100, 3)
+    starts = [torch.zeros(5, dtype=torch.long), torch.tensor([0, 10, 20, 30, 49])]
+    base = float(model.objective(x, x, starts))
+    t0 = torch.cat(starts)
+    _, m = P.shift_and_mask(torch.zeros(10, 100, 1), t0)
+    h = model.recon.register_forward_hook(lambda mod, inp, out: out + 1e3 * torch.randn_like(out) * (1 - m))
+    try:
+        perturbed = float(model.objective(x, x, starts))
+    finally:
+        h.remove()
+    assert perturbed == pytest.approx(base, abs=1e-9)
+    # the repo's mean counts the masked zeros: one pass's loss is SSE / (B (T - 1 - min t0) C)
+    model2 = _model(dropout=0.0, n_init_samples=0).eval()
+    pred, true, mm = model2.reconstruct(*model2.encoder(x), x, torch.zeros(5, dtype=torch.long))
+    sse = float(((pred - true) ** 2).sum())
+    assert float(model2.objective(x, x, [torch.zeros(5, dtype=torch.long)])) == pytest.approx(0.5 * sse / (5 * 99 * 3), rel=1e-6)
+
+
+@pytest.mark.parametrize("causal, lo, hi", [(False, -3, 3), (True, -6, 0)])
+def test_init_encoder_receptive_field(causal, lo, hi):
+    torch.manual_seed(0)
+    enc = P.InitConditionEncoder(3, 16, 16, dilation=2, causal=causal)
+    x = torch.randn(1, 100, 3, requires_grad=True)
+    t0 = 40
+    enc(x, torch.tensor([t0])).sum().backward()
+    nz = torch.nonzero(x.grad.abs().sum(-1)[0]).flatten() - t0
+    assert int(nz.min()) == lo and int(nz.max()) == hi
+
+
+def test_time_varying_drive_is_piecewise_constant():
+    tv = P.TimeVarying(16, tv_dim=1, pool_denom=25)
+    d = tv(torch.randn(2, 100, 16))
+    assert d.shape == (2, 100, 1)
+    assert all(len(torch.unique(d[0, k * 25:(k + 1) * 25])) == 1 for k in range(4))
+
+
+def test_partners_follow_the_variant_rules():
+    ds = G.lorenz_dataset([28, 83], 6, 0.1, seed=0)
+    gen = torch.Generator().manual_seed(0)
+    idx = np.arange(12)
+    xw = _model(variant="xwin").partners(idx, ds.train, gen).numpy()
+    for i, w in zip(idx, xw):  # same recording, no overlap with the code window
+        rec = ds.train.recordings[ds.train.rec[i]]
+        s = [k for k in range(rec.shape[0] - 99) if np.array_equal(rec[k:k + 100], w)]
+        assert s and abs(s[0] - ds.train.start[i]) >= 100
+    orc = _model(variant="oracle").partners(idx, ds.train, gen).numpy()
+    for i, w in zip(idx, orc):  # same class, other trajectory
+        j = int(np.flatnonzero((ds.train.X == w).all(axis=(1, 2)))[0])
+        assert ds.train.y[j] == ds.train.y[i] and ds.train.rec[j] != ds.train.rec[i]
+
+
+# ----------------------------------------------------------------------------------------------- baselines
+def test_nt_xent_matches_a_brute_force_loop():
+    z = torch.nn.functional.normalize(torch.randn(8, 5), dim=1)
+    tau, n = 0.2, 4
+    sim = (z @ z.T / tau).double()
+    brute = 0.0
+    for i in range(8):
+        j = (i + n) % 8
+        others = [k for k in range(8) if k != i]
+        brute += -(sim[i, j] - torch.logsumexp(sim[i, others], 0))
+    assert float(P.nt_xent(z, tau)) == pytest.approx(float(brute / 8), rel=1e-5)
+
+
+def test_dsvae_kl_matches_torch_distributions():
+    from torch.distributions import Normal, kl_divergence
+
+    from repro.pulse.baselines import kl_gauss
+    mu, lv, mp, lp = (torch.randn(3, 4) for _ in range(4))
+    ref = kl_divergence(Normal(mu, (0.5 * lv).exp()), Normal(mp, (0.5 * lp).exp())).sum()
+    assert float(kl_gauss(mu, lv, mp, lp)) == pytest.approx(float(ref), rel=1e-5)
+
+
+def test_mae_masks_half_of_the_patches():
+    mae = P.MaskedAE(2, 8, 16, 2)
+    m = mae.patch_mask(3, 100, torch.Generator().manual_seed(0))
+    assert m.shape == (3, 100, 1) and torch.all(m.sum(1) == 50)
+    assert all(len(torch.unique(m[0, k * 10:(k + 1) * 10])) == 1 for k in range(10))
+
+
+def test_bootstrap_drop_diff_is_centred_on_the_point_estimate():
+    rng = np.random.default_rng(0)
+    a0, a1, b0, b1 = (rng.random(200) < p for p in (0.9, 0.8, 0.9, 0.5))
+    point, lo, hi = P.bootstrap_drop_diff(a0, a1, b0, b1, rng=1)
+    assert lo < point < hi and hi < 0
+
+
+# ----------------------------------------------------------------------------------------------- training smoke
+@pytest.mark.parametrize("method", ["pulse", "pulse_xwin", "pulse_oracle", "simclr", "ts2vec", "mae", "dsvae"])
+def test_every_method_trains_and_embeds(method):
+    cfg = P.Config.from_profile("smoke")
+    ds = G.lorenz_dataset([28, 110], 4, 0.1, seed=0, max_train=64)
+    torch.manual_seed(0)
+    from repro.pulse.experiments import build
+    model = build(method, 3, cfg)
+    log = P.fit(model, ds.train, epochs=1, batch_size=32, lr=1e-3, seed=0, max_steps=2)
+    assert log.steps == 2 and all(np.isfinite(log.losses))
+    Z = P.embed(model.encoder, ds.test.X)
+    assert Z.shape == (len(ds.test), cfg.emb_dim) and np.isfinite(Z).all()
+
+
+def test_pulse_loss_decreases_over_twenty_steps_and_is_deterministic():
+    ds = G.lorenz_dataset([28, 110], 4, 0.1, seed=0, max_train=128)
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = _model()
+        runs.append(P.fit(model, ds.train, epochs=20, batch_size=32, lr=3e-3, seed=0, max_steps=20).losses)
+    assert runs[0] == runs[1]
+    assert np.mean(runs[0][-5:]) < 0.8 * np.mean(runs[0][:5])
+
+
+# ----------------------------------------------------------------------------------------------- config
+def test_config_profiles_and_rejections():
+    full, smoke = P.Config.from_profile("full"), P.Config.from_profile("smoke")
+    assert full.n_seeds == 3 and smoke.n_seeds == 1 and full.lorenz_rhos == (28, 55, 83, 110, 138)
+    bad = [dict(epochs=0), dict(lr=-1.0), dict(emb_dim="32"), dict(ecg_methods=["lfads"]),
+           dict(ecg_methods=["simclr"]), dict(label_fracs=[0.0]), dict(sample_right_boundary=100),
+           dict(rec_seconds=1.0), dict(lorenz_rhos=[28.0]), dict(fs=60), dict(noise_levels=[0.1, 0.1]), dict(n_seeds=True)]
+    for kw in bad:
+        name = next(iter(kw))
+        with pytest.raises(ConfigError, match=name if name != "rec_seconds" else "window|rec_seconds"):
+            P.Config.from_profile("full", **kw)
+    with pytest.raises(ConfigError, match="profile"):
+        P.Config.from_profile("huge")
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        P.Config.from_profile("full", n_layers=3)
+    names = {f.name for f in dataclasses.fields(P.Config)}
+    assert set(P.CLAIMS) == {"C1", "C2", "C3", "C4", "C5", "C6"} and "lorenz_methods" in names
