@@ -1,0 +1,140 @@
+"""Evaluation of chapter 12: held-out accuracy (greedy, sampled, per loop, by depth, task B), the exit
+distribution, and the gradient signal-to-noise ratio of the authors' ``gsnr_eval.py``.
+
+GSNR (card, "Metrics"): for each of P held-out prompts draw R rollouts at a low temperature, grade them,
+form group-normalised advantages, and take for every rollout r the gradient of
+
+    L_r = −Â_r Σ_j log P^(T)(y_{r,j} | x, y_{r,<j})
+
+with respect to the *final-loop logits* at its completion positions (activations, not parameters),
+zero-padded to a common length. With μ_p the mean over the R rollouts,
+
+    GSNR_p = ‖μ_p‖² / (mean_r ‖g_r − μ_p‖² + 1e-8),      reported: mean_p log(GSNR_p + 1e-8).
+
+A prompt whose R rewards are all equal has Â = 0, hence g = 0 and GSNR_p = 0 (log = −18.4); the authors
+keep such prompts in the mean, so we do too, and report their fraction and the mean over the others.
+Because the logits of different rollouts are different tensors, one backward of Σ_r L_r gives every
+rollout's gradient at once (tested against a per-rollout loop). One alignment detail differs from the
+authors' script: we take the logits at the positions that *predict* completion tokens (j−1 for token j),
+where their slice starts one position later.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .decode import generate
+from .model import LoopedLM
+from .rl import group_advantages, join_completions
+from .tasks import TOK, Problem, batch_rewards, exact_match
+
+
+def _stack(problems: Sequence[Problem]) -> tuple[torch.Tensor, np.ndarray]:
+    return torch.tensor([p.prompt for p in problems]), np.array([p.answer for p in problems])
+
+
+def task_a_correct(model: LoopedLM, problems: Sequence[Problem], max_new: int, n_loops: int | None = None,
+                   temperature: float | None = None, n_samples: int = 1,
+                   generator: torch.Generator | None = None) -> np.ndarray:
+    """Rewards of task-A problems: [n] greedy, or [n, n_samples] sampled at ``temperature``."""
+    prompts, answers = _stack(problems)
+    if temperature is None:
+        return batch_rewards(generate(model, prompts, max_new, n_loops=n_loops).numpy(), answers)
+    comp = generate(model, prompts, max_new, temperature, generator, n_loops, repeats=n_samples)
+    return batch_rewards(comp.numpy(), np.repeat(answers, n_samples)).reshape(len(problems), n_samples)
+
+
+def task_b_correct(model: LoopedLM, problems: Sequence[Problem], max_new: int, n_loops: int | None = None
+                   ) -> np.ndarray:
+    """Greedy exact match on task B, decoding each prompt length as one batch."""
+    out = np.zeros(len(problems))
+    by_len: dict[int, list[int]] = defaultdict(list)
+    for i, p in enumerate(problems):
+        by_len[len(p.prompt)].append(i)
+    for _, idx in sorted(by_len.items()):
+        comp = generate(model, torch.tensor([problems[i].prompt for i in idx]), max_new, n_loops=n_loops)
+        for k, i in enumerate(idx):
+            out[i] = exact_match(comp[k].tolist(), problems[i].completion)
+    return out
+
+
+def accuracy(model: LoopedLM, problems: Sequence[Problem], max_new: int = 10, n_loops: int | None = None) -> float:
+    """Greedy accuracy of ``model`` (truncated to ``n_loops`` loops if given) on task-A or task-B problems."""
+    if problems[0].task == "B":
+        return float(task_b_correct(model, problems, max_new, n_loops).mean())
+    return float(task_a_correct(model, problems, max_new, n_loops).mean())
+
+
+def per_loop_accuracy(model: LoopedLM, problems: Sequence[Problem], max_new: int = 10) -> np.ndarray:
+    """Greedy accuracy when every token is decoded with only t loops, t = 1..T."""
+    return np.array([accuracy(model, problems, max_new, t) for t in range(1, model.t_max + 1)])
+
+
+@torch.inference_mode()
+def mean_exit_pdf(model: LoopedLM, problems: Sequence[Problem]) -> np.ndarray:
+    """The exit distribution averaged over the positions that predict the reference completion tokens."""
+    ids = torch.tensor([p.prompt + p.completion for p in problems])
+    out = model(ids[:, :-1])
+    lp = len(problems[0].prompt)
+    return out.exit_pdf[:, lp - 1:].mean((0, 1)).numpy()
+
+
+def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int, n_samples: int,
+                   temperature: float, sample_seed: int = 0) -> dict:
+    """Every held-out number of one model (the same problems and sampling seed for every model)."""
+    hard = task_a_correct(model, sets["hard"], max_new)
+    easy = task_a_correct(model, sets["easy"], max_new)
+    gen = torch.Generator().manual_seed(sample_seed)
+    sampled = task_a_correct(model, sets["hard"], max_new, temperature=temperature, n_samples=n_samples,
+                             generator=gen)
+    depth_h = np.array([p.depth for p in sets["hard"]])
+    depth_e = np.array([p.depth for p in sets["easy"]])
+    by_depth = {int(d): float(easy[depth_e == d].mean()) for d in np.unique(depth_e)}
+    by_depth |= {int(d): float(hard[depth_h == d].mean()) for d in np.unique(depth_h)}
+    per_loop = [float(task_a_correct(model, sets["hard"], max_new, n_loops=t).mean()) for t in range(1, model.t_max)]
+    per_loop.append(float(hard.mean()))
+    return {
+        "hard": float(hard.mean()), "easy": float(easy.mean()), "hard_sampled": float(sampled.mean()),
+        "B": float(task_b_correct(model, sets["B"], max_new).mean()), "per_loop": per_loop,
+        "by_depth": by_depth, "exit_pdf": mean_exit_pdf(model, sets["hard"]).tolist(),
+    }
+
+
+# ----------------------------------------------------------------------------- GSNR
+
+def rollout_logit_grads(model: LoopedLM, ids: torch.Tensor, mask: torch.Tensor, adv: torch.Tensor) -> torch.Tensor:
+    """g_r = ∂L_r/∂z^(T) at the positions predicting completion tokens, flattened: [B, (L−1)·V]."""
+    with torch.no_grad():
+        logits = model(ids[:, :-1], readout="last").per_loop_logits[0]
+    z = logits.detach().requires_grad_(True)
+    lp = torch.log_softmax(z, -1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+    loss = -(adv[:, None] * lp * mask[:, 1:].float()).sum()
+    loss.backward()
+    return z.grad.reshape(ids.shape[0], -1)
+
+
+def gsnr_from_grads(g: torch.Tensor, n_rollouts: int) -> np.ndarray:
+    """Per-prompt GSNR from per-rollout gradients [P·R, D] (rows grouped by prompt)."""
+    g = g.view(-1, n_rollouts, g.shape[-1]).double()
+    mu = g.mean(1)
+    noise = ((g - mu[:, None]) ** 2).sum(-1).mean(1)
+    return ((mu ** 2).sum(-1) / (noise + 1e-8)).numpy()
+
+
+def gsnr(model: LoopedLM, prompts: torch.Tensor, answers: np.ndarray, n_rollouts: int = 8,
+         temperature: float = 0.2, max_new: int = 10, generator: torch.Generator | None = None) -> dict:
+    """The repo's GSNR metric of ``model`` on task-A ``prompts`` (see the module docstring)."""
+    rep = prompts.repeat_interleave(n_rollouts, 0)
+    comp = generate(model, prompts, max_new, temperature, generator, repeats=n_rollouts)
+    rewards = torch.from_numpy(batch_rewards(comp.numpy(), np.repeat(answers, n_rollouts)))
+    adv = group_advantages(rewards, n_rollouts)
+    ids, mask = join_completions(rep, comp)
+    per_prompt = gsnr_from_grads(rollout_logit_grads(model, ids, mask, adv), n_rollouts)
+    zero = rewards.view(-1, n_rollouts).std(1).numpy() == 0
+    logs = np.log(per_prompt + 1e-8)
+    return {"mean_log_gsnr": float(logs.mean()), "zero_var_frac": float(zero.mean()),
+            "mean_log_gsnr_nonzero": float(logs[~zero].mean()) if (~zero).any() else float("nan"),
+            "log_gsnr": logs.tolist(), "reward": float(rewards.mean())}

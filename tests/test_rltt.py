@@ -1,0 +1,366 @@
+"""Unit tests of chapter 12 (RLTT): tasks and verifiers, the looped model and its KV cache, the one
+GRPO/RLTT loss against independent implementations and closed forms, advantages, KL, GSNR, config."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+import repro.rltt as rl
+from repro.common import ConfigError
+from repro.rltt.tasks import COMPLETION_LEN_A, N_OPS, PROMPT_LEN_A, TOK
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    m = rl.LoopedLM(TOK.vocab_size, d_model=32, n_heads=4, n_layers_per_loop=1, t_max=3, max_len=24)
+    # a non-trivial gate so the exit distribution is not near-uniform
+    with torch.no_grad():
+        m.gate.weight.normal_(0, 1.0)
+    return m.eval()
+
+
+# ----------------------------------------------------------------------------- tasks
+
+def test_task_a_prompts_have_six_operations_and_consistent_traces():
+    rng = np.random.default_rng(0)
+    for depth in range(0, 7):
+        for slots in ("random", "end"):
+            p = rl.make_chain_problem(rng, depth, pad_slots=slots)
+            assert len(p.prompt) == PROMPT_LEN_A and len(p.completion) == COMPLETION_LEN_A
+            ops = p.prompt[1:-1:2]
+            assert len(ops) == N_OPS and all(o in (TOK.PLUS, TOK.MINUS, TOK.TIMES) for o in ops)
+            assert rl.trace_is_consistent(p.prompt, p.completion)
+            assert p.completion[N_OPS] == p.answer
+            pads = sum(o == TOK.PLUS and d == 0 for o, d in zip(ops, p.prompt[2:-1:2]))
+            assert pads >= N_OPS - depth
+    with pytest.raises(ValueError):
+        rl.make_chain_problem(rng, 3, n_ops=5)
+
+
+def test_padding_slots_are_random_or_at_the_end():
+    rng = np.random.default_rng(1)
+    p, _, _ = rl.chain_batch(rng, np.full(4000, 1), "end")
+    assert (p[:, 3:-1:2] == TOK.PLUS).all() and (p[:, 4:-1:2] == 0).all()   # only slot 1 may be active
+    p, _, _ = rl.chain_batch(rng, np.full(4000, 1), "random")
+    active = ~((p[:, 1:-1:2] == TOK.PLUS) & (p[:, 2:-1:2] == 0))
+    assert active[:, -1].mean() > 0.1                                    # the last slot is used at depth 1
+
+
+def test_generator_is_seeded():
+    a = rl.chain_batch(np.random.default_rng(5), [3, 4, 5])
+    b = rl.chain_batch(np.random.default_rng(5), [3, 4, 5])
+    assert all((x == y).all() for x, y in zip(a, b))
+
+
+def test_verifier_accepts_reference_and_rejects_corruptions():
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        p = rl.make_chain_problem(rng, int(rng.integers(1, 7)))
+        assert rl.reward(p.completion, p.answer) == 1.0
+        bad = list(p.completion)
+        bad[N_OPS] = (bad[N_OPS] + int(rng.integers(1, 10))) % 10
+        assert rl.reward(bad, p.answer) == 0.0
+        no_hash = [t for t in p.completion if t != TOK.HASH]
+        assert rl.reward(no_hash, p.answer) == 0.0
+        # nothing after the first <eos> is read
+        early = [TOK.EOS] + list(p.completion)
+        assert rl.reward(early, p.answer) == 0.0
+        assert rl.reward(list(p.completion) + [TOK.HASH, 3], p.answer) == 1.0
+    b = rl.make_sort_problem(rng, 6, "S")
+    assert rl.exact_match(b.completion + [5, 5], b.completion) == 1.0
+    assert rl.exact_match(b.completion[:-1] + [TOK.PAD], b.completion) == 0.0
+    assert b.completion[1:-1] == sorted(b.prompt[1:-1])
+    r = rl.make_sort_problem(rng, 5, "R")
+    assert r.completion[1:-1] == r.prompt[1:-1][::-1]
+
+
+def test_batch_rewards_match_the_scalar_verifier():
+    rng = np.random.default_rng(3)
+    comp = rng.choice([0, 1, 2, 3, TOK.HASH, TOK.EOS, TOK.PAD], size=(3000, 8), p=[.15, .15, .15, .15, .2, .1, .1])
+    ans = rng.integers(0, 4, size=3000)
+    ref = np.array([rl.reward(c, a) for c, a in zip(comp, ans)])
+    assert ref.sum() > 50
+    np.testing.assert_array_equal(rl.batch_rewards(comp, ans), ref)
+
+
+def test_sft_batch_masks_completion_targets():
+    x, y, m = rl.sft_batch(np.random.default_rng(4), 32)
+    assert x.shape == y.shape == m.shape
+    inside = x[:, 1:] != TOK.PAD
+    np.testing.assert_array_equal(x[:, 1:][inside], y[:, :-1][inside])     # targets are the next inputs
+    assert (y[m] != TOK.PAD).all()
+    assert ((y == TOK.EOS) <= m).all() and ((y == TOK.HASH) <= m).all()     # <eos> and '#' are always scored
+    assert (m.sum(1) >= 6).all()
+
+
+# ----------------------------------------------------------------------------- model
+
+def test_exit_pdf_sums_to_one_and_matches_closed_form():
+    lam = torch.tensor([0.2, 0.5, 0.9, 0.3])
+    p = rl.exit_pdf_from_gates(lam)
+    expected = torch.tensor([0.2, 0.8 * 0.5, 0.8 * 0.5 * 0.9, 0.8 * 0.5 * 0.1])
+    torch.testing.assert_close(p, expected)
+    lam = torch.rand(5, 7, 4)
+    torch.testing.assert_close(rl.exit_pdf_from_gates(lam).sum(-1), torch.ones(5, 7))
+    assert torch.equal(rl.exit_pdf_from_gates(torch.rand(3, 1)), torch.ones(3, 1))
+
+
+def test_model_shapes_and_exit_pdf(model):
+    ids = torch.randint(0, TOK.vocab_size, (2, 11))
+    out = model(ids)
+    assert out.per_loop_logits.shape == (3, 2, 11, TOK.vocab_size)
+    assert out.exit_pdf.shape == (2, 11, 3)
+    torch.testing.assert_close(out.exit_pdf.sum(-1), torch.ones(2, 11))
+    last = model(ids, readout="last").per_loop_logits
+    torch.testing.assert_close(last[0], out.per_loop_logits[-1])
+    two = model(ids, n_loops=2).per_loop_logits
+    torch.testing.assert_close(two, out.per_loop_logits[:2])   # truncation = the first t loops
+    with pytest.raises(ValueError):
+        model(ids, n_loops=4)
+
+
+def test_kv_cache_decoding_equals_full_recomputation(model):
+    g1, g2 = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+    prompts = torch.from_numpy(rl.chain_batch(np.random.default_rng(0), [3] * 6)[0])
+    for n_loops in (1, 3):
+        a = rl.generate(model, prompts, 10, n_loops=n_loops)
+        b = rl.generate_full(model, prompts, 10, n_loops=n_loops)
+        assert torch.equal(a, b)
+    assert torch.equal(rl.generate(model, prompts, 10, 1.0, g1), rl.generate_full(model, prompts, 10, 1.0, g2))
+    # a shared prompt cache for G samples per prompt = the prompt repeated G times
+    g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+    assert torch.equal(rl.generate(model, prompts, 10, 1.0, g1, repeats=3),
+                       rl.generate_full(model, prompts.repeat_interleave(3, 0), 10, 1.0, g2))
+    # the logits themselves, step by step
+    seq = torch.randint(0, 10, (4, 20))
+    out = model(seq[:, :12], use_cache=True, readout="last")
+    cache, steps = out.cache, [out.per_loop_logits[0]]
+    for j in range(12, 20):
+        o = model(seq[:, j:j + 1], cache=cache, use_cache=True, readout="last")
+        cache = o.cache
+        steps.append(o.per_loop_logits[0])
+    full = model(seq, readout="last").per_loop_logits[0]
+    assert (torch.cat(steps, 1) - full).abs().max() < 1e-5
+
+
+# ----------------------------------------------------------------------------- loss
+
+def _rollout_batch(model, seed=0, P=3, G=4):
+    prompts, answers = rl.rl_prompts(np.random.default_rng(seed), P, "random")
+    ids, mask, comp = rl.sample_rollouts(model, prompts, G, 1.0, 10, torch.Generator().manual_seed(seed))
+    rewards = torch.from_numpy(rl.batch_rewards(comp.numpy(), np.repeat(answers, G)))
+    rewards[::3] = 1.0 - rewards[::3]   # make sure some groups have variance
+    return ids, mask, rl.group_advantages(rewards, G)
+
+
+def test_loop_weights_sum_to_one():
+    for s in ("grpo", "uniform", "progressive"):
+        assert abs(float(rl.loop_weights(s, 4).sum()) - 1) < 1e-6
+    torch.testing.assert_close(rl.loop_weights("progressive", 5, alpha=0.0), rl.loop_weights("uniform", 5))
+    torch.testing.assert_close(rl.loop_weights("progressive", 3, alpha=1.0), torch.tensor([1 / 6, 2 / 6, 3 / 6]))
+    assert torch.equal(rl.loop_weights("grpo", 3), torch.tensor([0.0, 0.0, 1.0]))
+    w = rl.loop_weights("learned", 4, learned_logits=torch.randn(4))
+    assert abs(float(w.sum()) - 1) < 1e-6
+    ep = torch.rand(2, 3, 4, requires_grad=True)
+    assert rl.loop_weights("exit_pdf", 4, exit_pdf=ep).requires_grad
+    assert not rl.loop_weights("exit_pdf_detached", 4, exit_pdf=ep).requires_grad
+    with pytest.raises(ValueError):
+        rl.loop_weights("exit_pdf", 4)
+    with pytest.raises(ValueError):
+        rl.loop_weights("nope", 4)
+
+
+def _grpo_reference(final_lp, adv, mask, ref_lp, beta):
+    """An independent GRPO (on-policy, sequence-mean) written with explicit loops."""
+    B = final_lp.shape[0]
+    total = 0.0
+    for i in range(B):
+        idx = mask[i].nonzero().flatten()
+        pg = -adv[i] * final_lp[i, idx].sum() / len(idx)
+        d = ref_lp[i, idx] - final_lp[i, idx]
+        kl = (torch.exp(d) - d - 1).sum() / len(idx)
+        total = total + pg + beta * kl
+    return total / B
+
+
+def test_rltt_with_one_hot_last_loop_equals_grpo(model):
+    ids, mask, adv = _rollout_batch(model)
+    lp, ep, tmask = rl.per_loop_token_logprobs(model, ids, mask, temperature=0.9)
+    ref_lp = lp[..., -1].detach() + 0.05 * torch.randn_like(lp[..., -1])
+    loss, _ = rl.rltt_loss(lp, adv, tmask, rl.loop_weights("grpo", 3), ref_lp, beta=0.3)
+    ref = _grpo_reference(lp[..., -1], adv, tmask, ref_lp, 0.3)
+    assert abs(float(loss.detach()) - float(ref.detach())) < 1e-6
+    # and through the cheaper last-loop-only forward that training uses for GRPO
+    lp1, ep1, _ = rl.per_loop_token_logprobs(model, ids, mask, temperature=0.9, last_only=True)
+    assert ep1 is None and lp1.shape[-1] == 1
+    loss1, _ = rl.rltt_loss(lp1, adv, tmask, torch.ones(1), ref_lp, beta=0.3)
+    assert abs(float(loss1.detach()) - float(loss.detach())) < 1e-6
+
+
+def test_with_one_loop_every_weighting_is_grpo():
+    torch.manual_seed(1)
+    lp = -torch.rand(6, 5, 1)
+    adv, mask = torch.randn(6), torch.rand(6, 5) > 0.3
+    mask[:, 0] = True
+    ref_lp = -torch.rand(6, 5)
+    base, _ = rl.rltt_loss(lp, adv, mask, rl.loop_weights("grpo", 1), ref_lp, 0.1)
+    for s in ("uniform", "progressive"):
+        other, _ = rl.rltt_loss(lp, adv, mask, rl.loop_weights(s, 1), ref_lp, 0.1)
+        assert abs(float(other) - float(base)) < 1e-7
+    ep = rl.exit_pdf_from_gates(torch.rand(6, 5, 1))
+    other, _ = rl.rltt_loss(lp, adv, mask, ep, ref_lp, 0.1)
+    assert abs(float(other) - float(base)) < 1e-7
+
+
+def test_pg_gradient_matches_closed_form():
+    torch.manual_seed(2)
+    B, L, T = 8, 6, 4
+    lp = (-torch.rand(B, L, T)).requires_grad_(True)
+    adv = torch.randn(B)
+    mask = torch.rand(B, L) > 0.4
+    mask[:, 0] = True
+    w = torch.softmax(torch.randn(B, L, T), -1)                        # per-token weights (detached)
+    loss, _ = rl.rltt_loss(lp, adv, mask, w)
+    loss.backward()
+    n = mask.sum(1, keepdim=True).float()
+    expected = -adv[:, None, None] * w * mask[..., None].float() / (B * n[..., None])
+    torch.testing.assert_close(lp.grad, expected)
+
+
+def test_advantages():
+    r = torch.tensor([1., 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 1])
+    a = rl.group_advantages(r, 4).view(3, 4)
+    assert torch.equal(a[0], torch.zeros(4))
+    for row in a[1:]:
+        assert abs(float(row.mean())) < 1e-6 and abs(float(row.std()) - 1) < 1e-6
+
+
+def test_k3_kl_is_nonnegative_and_zero_at_reference():
+    torch.manual_seed(3)
+    a, b = -torch.rand(1000) * 3, -torch.rand(1000) * 3
+    assert (rl.k3_kl(a, b) >= 0).all()
+    assert float(rl.k3_kl(a, a).abs().max()) == 0.0
+
+
+def test_per_loop_logprobs_match_a_slow_token_by_token_loop(model):
+    ids, mask, _ = _rollout_batch(model, seed=1, P=2, G=2)
+    lp, ep, tmask = rl.per_loop_token_logprobs(model, ids, mask, temperature=0.7)
+    with torch.no_grad():
+        for i in range(ids.shape[0]):
+            for j in range(1, ids.shape[1]):
+                if not mask[i, j]:
+                    continue
+                out = model(ids[i:i + 1, :j])
+                for t in range(model.t_max):
+                    slow = torch.log_softmax(out.per_loop_logits[t, 0, -1] / 0.7, -1)[ids[i, j]]
+                    assert abs(float(slow - lp[i, j - 1, t])) < 1e-5
+                torch.testing.assert_close(out.exit_pdf[0, -1], ep[i, j - 1], atol=1e-6, rtol=0)
+
+
+def test_rl_training_is_paired_and_deterministic(model):
+    cfg = rl.Config.from_profile("smoke", t_max=3, d_model=32, rl_steps=2, use_cached_sft=False)
+    a = rl.train_rl(model, ["grpo", "exit_pdf", "uniform"], cfg, seed=7)
+    b = rl.train_rl(model, ["grpo", "exit_pdf"], cfg, seed=7)
+    for m in ("grpo", "exit_pdf"):
+        assert a[m].log["reward"] == b[m].log["reward"]          # a third method does not perturb the pair
+        for p, q in zip(a[m].model.parameters(), b[m].model.parameters()):
+            assert torch.equal(p, q)
+    # an untrained model earns no reward: every group has zero variance, Â = 0, the policy sits at the
+    # reference (KL gradient 0), so on-policy REINFORCE must leave it exactly where it was
+    assert all(z == 1.0 for z in a["grpo"].log["zero_var"])
+    assert all(torch.equal(p, q) for p, q in zip(a["exit_pdf"].model.parameters(), model.parameters()))
+
+
+def test_rl_step_moves_the_model_when_rewards_vary(model, monkeypatch):
+    cfg = rl.Config.from_profile("smoke", t_max=3, d_model=32, group_size=4, use_cached_sft=False)
+    m = rl.clone_model(model)
+    run = rl.RLRun("exit_pdf", m, torch.optim.Adam(m.parameters(), lr=1e-3))
+    prompts, answers = rl.rl_prompts(np.random.default_rng(0), 3, "random")
+    # a verifier stub that rewards every other rollout, so every group has variance
+    monkeypatch.setattr(rl.rl, "batch_rewards", lambda comp, ans: (np.arange(len(comp)) % 2).astype(float))
+    rl.rl_step(run, model, prompts, answers, cfg, torch.Generator().manual_seed(0))
+    assert run.log["zero_var"][0] == 0.0 and run.log["reward"][0] == 0.5
+    assert any(not torch.equal(p, q) for p, q in zip(run.model.parameters(), model.parameters()))
+    assert abs(sum(run.log["exit_pdf"][0]) - 1) < 1e-5
+
+
+# ----------------------------------------------------------------------------- GSNR
+
+def test_batched_gsnr_equals_per_rollout_loop(model):
+    R = 4
+    ids, mask, adv = _rollout_batch(model, seed=2, P=3, G=R)
+    g = rl.rollout_logit_grads(model, ids, mask, adv)
+    loops = []
+    for i in range(ids.shape[0]):
+        z = model(ids[i:i + 1, :-1], readout="last").per_loop_logits[0].detach().requires_grad_(True)
+        lp = torch.log_softmax(z, -1).gather(-1, ids[i:i + 1, 1:, None]).squeeze(-1)
+        (-(adv[i] * lp * mask[i:i + 1, 1:].float()).sum()).backward()
+        loops.append(z.grad.flatten())
+    torch.testing.assert_close(g, torch.stack(loops), atol=1e-6, rtol=1e-5)
+    per_prompt = rl.gsnr_from_grads(g, R)
+    for p in range(3):
+        gp = torch.stack(loops[p * R:(p + 1) * R]).double()
+        mu = gp.mean(0)
+        expected = float((mu ** 2).sum() / (((gp - mu) ** 2).sum(1).mean() + 1e-8))
+        assert abs(per_prompt[p] - expected) <= 1e-9 * max(1.0, expected)
+    # a zero-variance group has zero gradient and GSNR 0
+    assert rl.gsnr_from_grads(torch.zeros(R, 10), R)[0] == 0.0
+
+
+# ----------------------------------------------------------------------------- config and statistics
+
+def test_config_rejects_bad_values_naming_them():
+    bad = {"n_seeds": 0, "t_max": "4", "d_model": 30, "rl_lr": -1.0, "temperature": 0.0,
+           "loop_weighting": "grpo", "pad_slots": "middle", "use_cached_sft": 1,
+           "ablation_weightings": ["nope"], "max_new_tokens": 5, "group_size": 1}
+    for name, value in bad.items():
+        with pytest.raises(ConfigError, match=name):
+            rl.Config.from_profile("full", **{name: value})
+    with pytest.raises(ConfigError, match="ablation_weightings"):
+        rl.Config.from_profile("full", ablation_weightings=["exit_pdf"])
+    with pytest.raises(ConfigError, match="profile"):
+        rl.Config.from_profile("huge")
+    cfg = rl.Config.from_profile("smoke")
+    assert cfg.t_max == 2 and cfg.d_ff == 88 and rl.Config().d_ff == 172
+    assert {f.name for f in dataclasses.fields(rl.Config)} >= {"n_seeds", "loop_weighting", "rl_lr"}
+
+
+def test_paired_t_against_scipy():
+    from scipy import stats
+    a, b = np.array([.5, .6, .55, .7, .62]), np.array([.48, .61, .5, .66, .6])
+    d, (lo, hi), p = rl.paired_t(a, b)
+    assert abs(d - (a - b).mean()) < 1e-12 and lo < d < hi
+    assert abs(p - stats.ttest_rel(a, b).pvalue) < 1e-12
+
+
+def test_sft_objective_trains_every_loop():
+    cfg = rl.Config.from_profile("smoke", sft_steps=25, sft_batch=16, t_max=2)
+    torch.manual_seed(0)
+    m = rl.build_model(cfg, TOK.vocab_size)
+    hist = rl.train_sft(m, cfg, log_every=24)
+    assert hist["ce_loop1"][-1] < hist["ce_loop1"][0] and hist["ce_loop2"][-1] < hist["ce_loop2"][0]
+    assert rl.sft_key(cfg) == rl.sft_key(cfg) and rl.sft_key(cfg) != rl.sft_key(cfg.replace(sft_steps=41))
+
+
+def test_shared_prompt_forward_equals_the_plain_forward(model):
+    ids, mask, adv = _rollout_batch(model, seed=3, P=3, G=4)
+    plain = rl.per_loop_token_logprobs(model, ids, mask, 0.9)
+    shared = rl.per_loop_token_logprobs(model, ids, mask, 0.9, group_size=4, prompt_len=PROMPT_LEN_A)
+    tm = plain[2]
+    assert (plain[0][tm] - shared[0][tm]).abs().max() < 1e-5
+    assert (plain[1][tm] - shared[1][tm]).abs().max() < 1e-5
+    grads = []
+    for lp, ep, _ in (plain, shared):
+        model.zero_grad()
+        rl.rltt_loss(lp, adv, tm, ep, lp[..., -1].detach() - 0.1, 0.5)[0].backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    model.zero_grad()
+    assert (grads[0] - grads[1]).abs().max() < 1e-5 * max(1.0, float(grads[0].abs().max()))
+    with pytest.raises(ValueError):
+        rl.per_loop_token_logprobs(model, ids.roll(1, 0), mask, 0.9, group_size=4, prompt_len=PROMPT_LEN_A)
