@@ -1,0 +1,115 @@
+"""Graphs of chapter 15: radius graphs, Poisson-disk star centres and star memberships (card, "Method").
+
+* :func:`pair_list` — every pair closer than a cutoff (the local layers' radius graph, SchNet's graphs).
+* :func:`poisson_disk_centres` — the centres C_l of a star layer: greedy Poisson-disk selection in atom-index
+  order (keep an atom if no kept centre is closer than s_l). Distance-only, so exactly E(3)-invariant;
+  afterwards every atom lies within s_l of a centre and centres are pairwise ≥ s_l apart.
+* :func:`star_membership` — atom i joins every centre c with r_ic < 1.5 s_l (our reading of DKMP's
+  "dilated star-structured paths": one star per centre, leaves = the atoms of its region).
+
+Each has a compiled cell-list implementation (``_kernels``, O(N)) and a numpy brute-force reference
+(``backend="numpy"``, chunked O(N²)), which the tests compare.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .potentials import HAVE_KERNEL, _kernels
+
+__all__ = ["pair_list", "poisson_disk_centres", "star_membership"]
+
+
+def _pos(pos: np.ndarray) -> np.ndarray:
+    pos = np.ascontiguousarray(pos, dtype=np.float64)
+    if pos.ndim != 2 or pos.shape[1] != 3:
+        raise ValueError(f"pos must have shape (N, 3); got {pos.shape}")
+    return pos
+
+
+def _backend(backend: str) -> str:
+    if backend == "auto":
+        return "cpp" if HAVE_KERNEL else "numpy"
+    if backend == "cpp" and not HAVE_KERNEL:
+        raise RuntimeError("the compiled kernel repro.dkmp._kernels is missing: run `make setup`")
+    if backend not in ("cpp", "numpy"):
+        raise ValueError(f"backend must be 'auto', 'cpp' or 'numpy'; got {backend!r}")
+    return backend
+
+
+def _pair_list_numpy(pos: np.ndarray, cutoff: float, block: int = 1024):
+    n = len(pos)
+    c2 = cutoff * cutoff
+    I_, J_, R_ = [], [], []
+    for a in range(0, n, block):
+        I = np.arange(a, min(a + block, n))
+        for b in range(a, n, block):
+            J = np.arange(b, min(b + block, n))
+            d = pos[J][None, :, :] - pos[I][:, None, :]
+            d2 = (d[..., 0] * d[..., 0] + d[..., 1] * d[..., 1]) + d[..., 2] * d[..., 2]
+            ii, jj = np.nonzero((J[None, :] > I[:, None]) & (d2 < c2))
+            I_.append(I[ii]), J_.append(J[jj]), R_.append(np.sqrt(d2[ii, jj]))
+    if not I_:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    i, j, r = np.concatenate(I_), np.concatenate(J_), np.concatenate(R_)
+    order = np.lexsort((j, i))
+    return i[order].astype(np.int64), j[order].astype(np.int64), r[order]
+
+
+def pair_list(pos: np.ndarray, cutoff: float, backend: str = "auto") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Half pair list (i < j, |x_i − x_j| < cutoff) sorted by (i, j): int64 ``i``, ``j`` and distances ``r``."""
+    pos = _pos(pos)
+    if not cutoff > 0:
+        raise ValueError(f"cutoff must be > 0; got {cutoff}")
+    if _backend(backend) == "cpp":
+        return _kernels.pair_list(pos, float(cutoff))
+    return _pair_list_numpy(pos, float(cutoff))
+
+
+def _poisson_disk_numpy(pos: np.ndarray, radius: float) -> np.ndarray:
+    kept: list[int] = []
+    r2 = radius * radius
+    cx = np.empty((0, 3))
+    for i in range(len(pos)):
+        d = pos[i][None, :] - cx
+        d2 = (d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1]) + d[:, 2] * d[:, 2]
+        if not (d2 < r2).any():
+            kept.append(i)
+            cx = pos[kept]
+    return np.asarray(kept, dtype=np.int64)
+
+
+def poisson_disk_centres(pos: np.ndarray, radius: float, backend: str = "auto") -> np.ndarray:
+    """Greedy Poisson-disk centres in atom-index order (int64 atom indices, ascending)."""
+    pos = _pos(pos)
+    if not radius > 0:
+        raise ValueError(f"radius must be > 0; got {radius}")
+    if _backend(backend) == "cpp":
+        return _kernels.poisson_disk(pos, float(radius))
+    return _poisson_disk_numpy(pos, float(radius))
+
+
+def _star_membership_numpy(pos: np.ndarray, centres: np.ndarray, radius: float, block: int = 1024):
+    cx = pos[centres]
+    r2 = radius * radius
+    A_, S_, R_ = [], [], []
+    for a in range(0, len(pos), block):
+        I = np.arange(a, min(a + block, len(pos)))
+        d = cx[None, :, :] - pos[I][:, None, :]
+        d2 = (d[..., 0] * d[..., 0] + d[..., 1] * d[..., 1]) + d[..., 2] * d[..., 2]
+        ii, kk = np.nonzero(d2 < r2)  # row-major: sorted by atom, then slot
+        A_.append(I[ii]), S_.append(kk), R_.append(np.sqrt(d2[ii, kk]))
+    if not A_:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    return (np.concatenate(A_).astype(np.int64), np.concatenate(S_).astype(np.int64), np.concatenate(R_))
+
+
+def star_membership(pos: np.ndarray, centres: np.ndarray, radius: float,
+                    backend: str = "auto") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (atom, centre slot) with r < radius, sorted by (atom, slot), and their distances r."""
+    pos = _pos(pos)
+    centres = np.ascontiguousarray(centres, dtype=np.int64)
+    if not radius > 0:
+        raise ValueError(f"radius must be > 0; got {radius}")
+    if _backend(backend) == "cpp":
+        return _kernels.star_membership(pos, centres, float(radius))
+    return _star_membership_numpy(pos, centres, float(radius))
