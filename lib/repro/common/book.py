@@ -111,7 +111,7 @@ def scorecard_rows(profile: str) -> list[dict[str, Any]]:
             verdicts = [next(c["verdict"] for c in d["claims"] if c["id"] == claim["id"]) for d in ledgers]
             verdict = verdicts[0] if len(set(verdicts)) == 1 else ", ".join(
                 f"{v} {verdicts.count(v)}/{len(verdicts)}" for v in sorted(set(verdicts)))
-            numbers = "; ".join(f"{k} = {fmt(v)}" for k, v in list(claim["numbers"].items())[:3])
+            numbers = "; ".join(f"{k} = {fmt(v)}" for k, v in list(claim["numbers"].items())[:2])
             name = Claim(claim["id"], claim["statement"]).name
             rows.append({"chapter": slug, "claim": name,
                          "verdict": verdict, "numbers": numbers,
@@ -119,21 +119,45 @@ def scorecard_rows(profile: str) -> list[dict[str, Any]]:
     return rows
 
 
+_VERDICT_HTML = {v: f'<b style="color:{c}">{v}</b>' for v, c in
+                 (("holds", "#1a7f37"), ("fails", "#cf222e"), ("inconclusive", "#9a6700"))}
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
 def scorecard_markdown(profile: str) -> str:
-    """The scorecard as a Markdown table (rendered into ``book/scorecard.md`` when staging)."""
+    """The scorecard as Markdown: one line per chapter, then one row per claim (rendered into
+    ``book/scorecard.md`` when staging)."""
     rows = scorecard_rows(profile)
-    numbers_of = {s: int(notebook_path(s).stem[:2]) for s in chapter_slugs()}
-    out = [f"Profile **{profile}**; each chapter's row links to its page.", "",
-           "| chapter | claim | verdict | key numbers (seed 0) | seeds | wall time |",
-           "|---|---|---|---|---|---|"]
-    for r in rows:
-        link = f"[{numbers_of[r['chapter']]:02d} {r['chapter']}](../notebooks/{notebook_path(r['chapter']).stem}.ipynb)"
-        verdict = {"holds": "✅ holds", "fails": "❌ fails", "inconclusive": "⚠️ inconclusive"}.get(r["verdict"], r["verdict"])
-        numbers = r["numbers"].replace("|", "\\|")
-        out.append(f"| {link} | {r['claim']} | {verdict} | {numbers} | {r['seeds']} | {r['wall']} |")
+    pages = {s: notebook_path(s).stem for s in chapter_slugs()}
+
+    def link(slug: str) -> str:
+        name = slug.replace("_", r"\_")  # a bare underscore would start emphasis in the Markdown table
+        return f"[{pages[slug][:2]} {name}](../notebooks/{pages[slug]}.ipynb)"
+
+    out = [f"Profile **{profile}**. Each chapter links to its page, where every verdict is explained.", "",
+           "| chapter | claims | holds | fails | inconclusive | seeds | wall time |", "|---|---|---|---|---|---|---|"]
+    for slug in chapter_slugs():
+        mine = [r for r in rows if r["chapter"] == slug]
+        if mine[0]["verdict"] == "not run":
+            out.append(f"| {link(slug)} | — | | | | | not run |")
+            continue
+        n = {v: sum(r["verdict"] == v for r in mine) for v in ("holds", "fails", "inconclusive")}
+        out.append(f"| {link(slug)} | {len(mine)} | {n['holds']} | {n['fails']} | {n['inconclusive']} | "
+                   f"{mine[0]['seeds']} | {mine[0]['wall']} |")
     counts = {v: sum(r["verdict"] == v for r in rows) for v in ("holds", "fails", "inconclusive")}
     # a claim whose verdict differs across seeds counts under none of the three
-    out += ["", f"In all: {counts['holds']} hold, {counts['fails']} fail, {counts['inconclusive']} inconclusive."]
+    out += ["", f"In all, {counts['holds']} claims hold, {counts['fails']} fail and {counts['inconclusive']} are "
+                "inconclusive.", "", "## Every claim", "",
+            "| chapter | claim | verdict | key numbers (seed 0) |", "|---|---|---|---|"]
+    for r in rows:
+        if r["verdict"] == "not run":
+            continue
+        verdict = _VERDICT_HTML.get(r["verdict"], r["verdict"])
+        numbers = "; ".join(_short(part) for part in r["numbers"].split("; ")).replace("|", "\\|")
+        out.append(f"| {link(r['chapter'])} | {r['claim']} | {verdict} | {numbers} |")
     return "\n".join(out)
 
 

@@ -29,6 +29,11 @@ from .params import ConfigError
 from .seeding import THREAD_VARS
 
 
+#: Modules of ``repro.common`` that build the site or drive runs but never run inside a notebook: changing
+#: them does not change a chapter's results, so they stay out of :func:`inputs_hash`.
+BUILD_ONLY = frozenset({"runner.py", "book.py", "cli.py", "sweep.py", "nbtools.py"})
+
+
 class RunError(RuntimeError):
     """A notebook failed; the message is one readable line (cell number, exception)."""
 
@@ -104,7 +109,8 @@ def inputs_hash(slug: str, params: dict[str, Any]) -> str:
     files = [notebook_path(slug), REPO_ROOT / "requirements.txt", REPO_ROOT / "lib" / "repro" / "__init__.py"]
     for pkg in ("common", slug):
         files += sorted(p for p in (REPO_ROOT / "lib" / "repro" / pkg).rglob("*")
-                        if p.suffix in (".py", ".cpp", ".h", ".hpp", ".json", ".csv", ".npz"))
+                        if p.suffix in (".py", ".cpp", ".h", ".hpp", ".json", ".csv", ".npz")
+                        and p.name not in BUILD_ONLY)
     for path in files:
         h.update(str(path.relative_to(REPO_ROOT)).encode())
         h.update(path.read_bytes())
