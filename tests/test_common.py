@@ -124,13 +124,93 @@ def test_ledger_refuses_to_save_with_a_claim_missing(results):
         ledger.record("C2", holds=None, threshold="", numbers={})
 
 
+def _controlled_ledger() -> Ledger:
+    return Ledger(ToyConfig.from_profile("smoke"), {"C1": "A beats B", "C2": "slope", "C3": "no need"},
+                  controls={"K1": "training moved the model", "K2": "the attack hurts"})
+
+
+def test_a_failed_control_turns_a_holding_claim_inconclusive(results):
+    ledger = _controlled_ledger()
+    ledger.control("K1", holds=True, threshold="gain >= 0.1", numbers={"gain": 0.3})
+    ledger.control("K2", holds=False, threshold="drop >= 0.1", numbers={"drop": 0.01},
+                   reason="the attack lowers accuracy by 0.01 only")
+    ledger.record("C1", holds=True, threshold="A > B", numbers={"diff": 0.2}, needs=("K1", "K2"))
+    ledger.record("C2", holds=False, threshold="slope < -1", numbers={"slope": -0.5}, reason="shallow",
+                  needs=("K1",))
+    ledger.record("C3", holds=True, threshold="x", numbers={})
+    c1 = ledger.claims["C1"]
+    assert c1.verdict == "inconclusive" and c1.reason.startswith("control K2 failed: the attack lowers")
+    assert "own condition was met" in c1.reason and c1.numbers["condition met"] is True
+    assert ledger.verdict("C2") == "fails" and ledger.verdict("C3") == "holds"
+    assert ledger.verdict("K1") == "passed" and ledger.verdict("K2") == "failed"
+    data = json.loads(ledger.save().read_text())
+    assert [k["verdict"] for k in data["controls"]] == ["passed", "failed"]
+    assert data["claims"][0]["needs"] == ["K1", "K2"]
+    table = ledger._repr_html_()
+    assert table.index("K1") < table.index("C1") and "Controls" in table
+    # a failing claim whose control failed is just as inconclusive
+    ledger2 = _controlled_ledger()
+    ledger2.control("K1", holds=False, threshold="gain >= 0.1", numbers={"gain": 0.0})
+    ledger2.record("C1", holds=False, threshold="A > B", numbers={}, needs=("K1",))
+    assert ledger2.verdict("C1") == "inconclusive" and "gain >= 0.1 not met" in ledger2.claims["C1"].reason
+
+
+def test_claims_before_their_controls_or_unknown_controls_are_errors(results):
+    ledger = _controlled_ledger()
+    with pytest.raises(RuntimeError, match="K1"):
+        ledger.record("C1", holds=True, threshold="", numbers={}, needs=("K1",))
+    with pytest.raises(KeyError, match="K9"):
+        ledger.record("C1", holds=True, threshold="", numbers={}, needs=("K9",))
+    with pytest.raises(KeyError):
+        ledger.control("K9", holds=True, threshold="", numbers={})
+    ledger.control("K1", holds=True, threshold="", numbers={})
+    for cid in ("C1", "C2", "C3"):
+        ledger.record(cid, holds=True, threshold="", numbers={}, needs=("K1",))
+    with pytest.raises(RuntimeError, match="K2"):  # a declared control never recorded
+        ledger.save()
+    with pytest.raises(ValueError, match="both"):
+        Ledger(ToyConfig.from_profile("smoke"), {"C1": "a"}, controls={"C1": "b"})
+
+
+def test_compare_paired_returns_each_word():
+    from repro.common import compare_paired
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=8)
+    better = compare_paired(base + 1.0 + 0.1 * rng.normal(size=8), base)
+    assert better.word == "better" and better.better and better.ci_lo > 0
+    worse = compare_paired(base - 1.0 + 0.1 * rng.normal(size=8), base)
+    assert worse.word == "worse" and worse.ci_hi < 0
+    noise = compare_paired(base + 0.5 * rng.normal(size=8), base)
+    assert noise.word == "no measurable difference" and noise.ci_lo < 0 < noise.ci_hi
+    # lower is better flips the orientation; a margin demands more than excluding 0
+    assert compare_paired(base - 1.0, base + 0.01 * rng.normal(size=8), higher_is_better=False).better
+    assert compare_paired(base + 1.0 + 0.1 * rng.normal(size=8), base, margin=2.0).word == "no measurable difference"
+    # no worse than, with a margin: the lower end of the CI above -margin
+    near = compare_paired(base - 0.05 + 0.01 * rng.normal(size=8), base)
+    assert near.worse and near.no_worse_than(0.2) and not near.no_worse_than(0.01)
+    one = compare_paired([1.0], [0.0])
+    assert one.word == "no measurable difference" and one.ci_lo == -np.inf
+    assert set(better.numbers("A − B")) == {"A − B mean diff", "A − B diff ci95", "A − B pairs", "A − B comparison"}
+    with pytest.raises(ValueError):
+        compare_paired([1.0, 2.0], [1.0])
+
+
+def test_text_formats_numbers_for_the_prose():
+    from repro.common import ci_text, fmt_value
+
+    assert fmt_value(0.123456) == "0.1235" and fmt_value(3) == "3" and fmt_value(np.float64(2.5)) == "2.5"
+    assert fmt_value([12.11, 19.34], digits=3) == "[12.1, 19.3]" and fmt_value(float("nan")) == "n/a"
+    assert ci_text(-1.313, -1.512, -1.155) == "-1.31 [-1.51, -1.16]"
+
+
 def test_sweep_summary_counts_verdicts_and_averages(results):
     for seed, x in [(0, 1.0), (1, 3.0)]:
         ledger = Ledger(ToyConfig.from_profile("smoke", seed=seed), {"C1": "a"})
         ledger.record("C1", holds=x < 2, threshold="x < 2", numbers={"x": x})
         ledger.save()
     s = summarise("toy", "smoke", [0, 1])
-    assert s["claims"]["C1"]["verdicts"] == {"holds": 1, "fails": 1}
+    assert s["claims"]["C1"]["verdicts"] == {"holds": 1, "fails": 1} and s["controls"] == {}
     assert s["claims"]["C1"]["numbers"]["x"]["mean"] == 2.0
     assert parse_seeds("0-2,5") == [0, 1, 2, 5]
     with pytest.raises(SystemExit):
@@ -181,3 +261,27 @@ def test_paired_summary_handles_identical_differences():
     rng = np.random.default_rng(1)
     a, b = rng.normal(size=30), rng.normal(size=30)
     assert 0 < paired_summary(a, b)["p_value"] < 1
+
+
+def test_scorecard_shows_controls_above_claims_and_seed_counts(results):
+    from repro.common.book import scorecard_markdown
+    from repro.common.paths import chapter_slugs
+
+    slug = chapter_slugs()[0]
+
+    @dataclass(frozen=True)
+    class ChapterConfig(ToyConfig):
+        slug: ClassVar[str] = chapter_slugs()[0]
+
+    for seed, ok in [(0, True), (1, False)]:
+        ledger = Ledger(ChapterConfig.from_profile("smoke", seed=seed), {"C1": "Name: a claim"},
+                        controls={"K1": "Trained: the model learned"})
+        ledger.control("K1", holds=ok, threshold="gain > 0", numbers={"gain": 1.0 if ok else 0.0})
+        ledger.record("C1", holds=True, threshold="x", numbers={"x": 1.0}, needs=("K1",))
+        ledger.save()
+    md = scorecard_markdown("smoke")
+    assert "| 0/1 | 1 | 0 | 0 | 0 |" in md  # a control or claim that differs across seeds counts under none
+    k1, c1 = md.index("K1 · Trained"), md.index("C1 · Name")
+    assert k1 < c1
+    assert "failed 1/2, passed 1/2" in md and "holds 1/2, inconclusive 1/2" in md
+    assert slug.replace("_", r"\_") in md

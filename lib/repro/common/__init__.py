@@ -1,11 +1,14 @@
-"""What every chapter shares: config validation, the claims ledger, seeding, statistics, plotting style."""
+"""What every chapter shares: config validation, the claims ledger with its controls, seeding, statistics
+(including the noise-aware paired comparison), text glued from the run, plotting style."""
 from . import style
 from .claims import Ledger, load_ledgers
 from .params import BaseConfig, ConfigError, knob
 from .seeding import child_rngs, limit_threads, seed_everything
-from .stats import bootstrap_ci, loglog_slope, mean_ci, paired_summary
+from .stats import Comparison, bootstrap_ci, compare_paired, loglog_slope, mean_ci, paired_summary
+from .text import ci_text, fmt_value, glue
 
 __all__ = [
     "BaseConfig", "ConfigError", "knob", "Ledger", "load_ledgers", "seed_everything", "limit_threads",
-    "child_rngs", "mean_ci", "bootstrap_ci", "loglog_slope", "paired_summary", "style",
+    "child_rngs", "mean_ci", "bootstrap_ci", "loglog_slope", "paired_summary", "compare_paired", "Comparison",
+    "glue", "fmt_value", "ci_text", "style",
 ]

@@ -95,32 +95,41 @@ def execute_changed(profile: str, jobs: int = 2, slugs: list[str] | None = None,
 
 
 # ---------------------------------------------------------------------------------------------- scorecard
+def _seed_verdict(verdicts: list[str]) -> str:
+    """One verdict when every seed agrees, else each verdict with its count ("holds 4/5, fails 1/5")."""
+    if len(set(verdicts)) == 1:
+        return verdicts[0]
+    return ", ".join(f"{v} {verdicts.count(v)}/{len(verdicts)}" for v in sorted(set(verdicts)))
+
+
 def scorecard_rows(profile: str) -> list[dict[str, Any]]:
-    """One row per claim of every chapter, from the saved ledgers of ``profile`` (all seeds)."""
+    """One row per control, then one per claim, of every chapter, from the saved ledgers of ``profile``
+    (all seeds; the numbers are seed 0's)."""
     rows = []
     for slug in chapter_slugs():
         ledgers = load_ledgers(slug, profile)
         if not ledgers:
-            rows.append({"chapter": slug, "claim": "—", "verdict": "not run", "numbers": "", "seeds": "",
-                         "wall": ""})
+            rows.append({"chapter": slug, "kind": "claim", "claim": "—", "verdict": "not run", "numbers": "",
+                         "seeds": "", "wall": ""})
             continue
         seeds = sorted(d["seed"] for d in ledgers)
         by_seed0 = next((d for d in ledgers if d["seed"] == 0), ledgers[0])
         wall = max(d["wall_s"] for d in ledgers)
-        for claim in by_seed0["claims"]:
-            verdicts = [next(c["verdict"] for c in d["claims"] if c["id"] == claim["id"]) for d in ledgers]
-            verdict = verdicts[0] if len(set(verdicts)) == 1 else ", ".join(
-                f"{v} {verdicts.count(v)}/{len(verdicts)}" for v in sorted(set(verdicts)))
-            numbers = "; ".join(f"{k} = {fmt(v)}" for k, v in list(claim["numbers"].items())[:2])
-            name = Claim(claim["id"], claim["statement"]).name
-            rows.append({"chapter": slug, "claim": name,
-                         "verdict": verdict, "numbers": numbers,
-                         "seeds": ",".join(map(str, seeds)), "wall": f"{wall:.0f} s"})
+        for kind in ("controls", "claims"):
+            for item in by_seed0.get(kind, []):
+                verdicts = [next((c["verdict"] for c in d.get(kind, []) if c["id"] == item["id"]), "missing")
+                            for d in ledgers]
+                numbers = "; ".join(f"{k} = {fmt(v)}" for k, v in list(item["numbers"].items())[:2])
+                rows.append({"chapter": slug, "kind": kind[:-1], "claim": Claim(item["id"], item["statement"]).name,
+                             "verdict": _seed_verdict(verdicts), "numbers": numbers,
+                             "needs": ", ".join(item.get("needs", [])),
+                             "seeds": ",".join(map(str, seeds)), "wall": f"{wall:.0f} s"})
     return rows
 
 
 _VERDICT_HTML = {v: f'<b style="color:{c}">{v}</b>' for v, c in
-                 (("holds", "#1a7f37"), ("fails", "#cf222e"), ("inconclusive", "#9a6700"))}
+                 (("holds", "#1a7f37"), ("fails", "#cf222e"), ("inconclusive", "#9a6700"), ("passed", "#1a7f37"),
+                  ("failed", "#cf222e"))}
 
 
 def _short(text: str, width: int = 60) -> str:
@@ -128,8 +137,8 @@ def _short(text: str, width: int = 60) -> str:
 
 
 def scorecard_markdown(profile: str) -> str:
-    """The scorecard as Markdown: one line per chapter, then one row per claim (rendered into
-    ``book/scorecard.md`` when staging)."""
+    """The scorecard as Markdown: one line per chapter, then one row per control and claim (rendered into
+    ``book/scorecard.md`` when staging). Controls come first: a claim whose control failed is inconclusive."""
     rows = scorecard_rows(profile)
     pages = {s: notebook_path(s).stem for s in chapter_slugs()}
 
@@ -137,27 +146,35 @@ def scorecard_markdown(profile: str) -> str:
         name = slug.replace("_", r"\_")  # a bare underscore would start emphasis in the Markdown table
         return f"[{pages[slug][:2]} {name}](../notebooks/{pages[slug]}.ipynb)"
 
-    out = [f"Profile **{profile}**. Each chapter links to its page, where every verdict is explained.", "",
-           "| chapter | claims | holds | fails | inconclusive | seeds | wall time |", "|---|---|---|---|---|---|---|"]
+    out = [f"Profile **{profile}**. Each chapter links to its page, where every verdict is explained. A *control* "
+           "checks that the run could see an effect of the kind a claim is about; a claim whose control failed is "
+           "inconclusive.", "",
+           "| chapter | controls passed | claims | holds | fails | inconclusive | seeds | wall time |",
+           "|---|---|---|---|---|---|---|---|"]
     for slug in chapter_slugs():
         mine = [r for r in rows if r["chapter"] == slug]
         if mine[0]["verdict"] == "not run":
-            out.append(f"| {link(slug)} | — | | | | | not run |")
+            out.append(f"| {link(slug)} | — | — | | | | | not run |")
             continue
-        n = {v: sum(r["verdict"] == v for r in mine) for v in ("holds", "fails", "inconclusive")}
-        out.append(f"| {link(slug)} | {len(mine)} | {n['holds']} | {n['fails']} | {n['inconclusive']} | "
+        claims = [r for r in mine if r["kind"] == "claim"]
+        controls = [r for r in mine if r["kind"] == "control"]
+        n = {v: sum(r["verdict"] == v for r in claims) for v in ("holds", "fails", "inconclusive")}
+        ctl = f"{sum(r['verdict'] == 'passed' for r in controls)}/{len(controls)}" if controls else "none declared"
+        out.append(f"| {link(slug)} | {ctl} | {len(claims)} | {n['holds']} | {n['fails']} | {n['inconclusive']} | "
                    f"{mine[0]['seeds']} | {mine[0]['wall']} |")
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("holds", "fails", "inconclusive")}
+    claims = [r for r in rows if r["kind"] == "claim"]
+    counts = {v: sum(r["verdict"] == v for r in claims) for v in ("holds", "fails", "inconclusive")}
     # a claim whose verdict differs across seeds counts under none of the three
     out += ["", f"In all, {counts['holds']} claims hold, {counts['fails']} fail and {counts['inconclusive']} are "
-                "inconclusive.", "", "## Every claim", "",
-            "| chapter | claim | verdict | key numbers (seed 0) |", "|---|---|---|---|"]
+                "inconclusive.", "", "## Every control and claim", "",
+            "| chapter | control or claim | needs | verdict | key numbers (seed 0) |", "|---|---|---|---|---|"]
     for r in rows:
         if r["verdict"] == "not run":
             continue
         verdict = _VERDICT_HTML.get(r["verdict"], r["verdict"])
         numbers = "; ".join(_short(part) for part in r["numbers"].split("; ")).replace("|", "\\|")
-        out.append(f"| {link(r['chapter'])} | {r['claim']} | {verdict} | {numbers} |")
+        name = r["claim"].replace("|", "\\|")
+        out.append(f"| {link(r['chapter'])} | {name} | {r.get('needs', '')} | {verdict} | {numbers} |")
     return "\n".join(out)
 
 

@@ -1,6 +1,9 @@
-"""Small statistics every chapter uses: mean ± 95% CI over seeds, bootstrap intervals, log–log slopes."""
+"""Small statistics every chapter uses: mean ± 95% CI over seeds, bootstrap intervals, log–log slopes, and the
+noise-aware paired comparison (:func:`compare_paired`) that decides every comparative claim."""
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -49,3 +52,65 @@ def paired_summary(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> dict[st
     else:
         p = float(_st.ttest_rel(a, b).pvalue)
     return {"mean_diff": float(mean), "ci_lo": float(mean - half), "ci_hi": float(mean + half), "p_value": p}
+
+
+WORDS = ("better", "worse", "no measurable difference")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A paired comparison of method A against method B over matched units (seeds, games, prompts).
+
+    ``diff`` is oriented so that positive means A is better (A − B when higher is better, B − A when lower
+    is better). ``word`` is ``better`` only when the whole 95% CI of the mean difference lies above
+    ``margin``, ``worse`` only when it lies below ``-margin``, and ``no measurable difference`` otherwise —
+    which decides no comparative claim.
+    """
+
+    mean_diff: float
+    ci_lo: float
+    ci_hi: float
+    n: int
+    margin: float
+    p_value: float
+    word: str
+
+    @property
+    def better(self) -> bool:
+        return self.word == "better"
+
+    @property
+    def worse(self) -> bool:
+        return self.word == "worse"
+
+    def no_worse_than(self, margin: float) -> bool:
+        """A "no worse than B by ``margin``" claim: the CI's lower end lies above ``-margin``."""
+        return bool(self.ci_lo > -abs(margin))
+
+    def numbers(self, prefix: str = "") -> dict[str, float | str | list[float]]:
+        """The ledger's view: mean difference, its 95% CI, the seed count and the word."""
+        p = f"{prefix} " if prefix else ""
+        return {f"{p}mean diff": self.mean_diff, f"{p}diff ci95": [self.ci_lo, self.ci_hi],
+                f"{p}pairs": self.n, f"{p}comparison": self.word}
+
+
+def compare_paired(a: np.ndarray, b: np.ndarray, *, higher_is_better: bool = True, margin: float = 0.0,
+                   level: float = 0.95) -> Comparison:
+    """Paired comparison of A against B (one value per matched unit, e.g. per seed): see :class:`Comparison`.
+
+    With fewer than two pairs, or NaNs, the interval is unbounded and the word is ``no measurable difference``.
+    """
+    a, b = np.asarray(a, float).ravel(), np.asarray(b, float).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"paired comparison needs one value per unit for both methods; got {a.shape} and {b.shape}")
+    if margin < 0:
+        raise ValueError(f"margin must be >= 0; got {margin}")
+    d = (a - b) if higher_is_better else (b - a)
+    n = int(d.size)
+    if n < 2 or not np.all(np.isfinite(d)):
+        mean = float(np.mean(d)) if n else float("nan")
+        return Comparison(mean, -math.inf, math.inf, n, margin, float("nan"), WORDS[2])
+    s = paired_summary(d, np.zeros_like(d), level=level)
+    lo, hi = s["ci_lo"], s["ci_hi"]
+    word = WORDS[0] if lo > margin else WORDS[1] if hi < -margin else WORDS[2]
+    return Comparison(s["mean_diff"], lo, hi, n, margin, s["p_value"], word)

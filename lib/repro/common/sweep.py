@@ -72,31 +72,33 @@ def sweep(slug: str, seeds: list[int], params: dict[str, Any], jobs: int = 2, sc
 
 
 def summarise(slug: str, profile: str, seeds: list[int]) -> dict:
-    """Per claim: the verdict counts and, for every scalar number, mean ± 95% CI over the seeds."""
+    """Per control and per claim: the verdict counts and, for every scalar number, mean ± 95% CI over the seeds."""
     ledgers = [d for d in load_ledgers(slug, profile) if d["seed"] in seeds]
-    claims: dict[str, dict] = {}
-    for d in ledgers:
-        for c in d["claims"]:
-            entry = claims.setdefault(c["id"], {"statement": c["statement"], "verdicts": defaultdict(int),
-                                                "numbers": defaultdict(list)})
-            entry["verdicts"][c["verdict"]] += 1
-            for k, v in c["numbers"].items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    entry["numbers"][k].append(v)
-    out = {"slug": slug, "profile": profile, "seeds": sorted(d["seed"] for d in ledgers), "claims": {}}
-    for cid, e in claims.items():
-        nums = {}
-        for k, vals in e["numbers"].items():
-            m, h = mean_ci(np.array(vals))
-            nums[k] = {"mean": float(m), "ci95": float(h), "n": len(vals)}
-        out["claims"][cid] = {"statement": e["statement"], "verdicts": dict(e["verdicts"]), "numbers": nums}
+    out = {"slug": slug, "profile": profile, "seeds": sorted(d["seed"] for d in ledgers), "controls": {},
+           "claims": {}}
+    for kind in ("controls", "claims"):
+        items: dict[str, dict] = {}
+        for d in ledgers:
+            for c in d.get(kind, []):
+                entry = items.setdefault(c["id"], {"statement": c["statement"], "verdicts": defaultdict(int),
+                                                   "numbers": defaultdict(list)})
+                entry["verdicts"][c["verdict"]] += 1
+                for k, v in c["numbers"].items():
+                    if isinstance(v, (int, float)) and not isinstance(v, bool):
+                        entry["numbers"][k].append(v)
+        for cid, e in items.items():
+            nums = {}
+            for k, vals in e["numbers"].items():
+                m, h = mean_ci(np.array(vals))
+                nums[k] = {"mean": float(m), "ci95": float(h), "n": len(vals)}
+            out[kind][cid] = {"statement": e["statement"], "verdicts": dict(e["verdicts"]), "numbers": nums}
     return out
 
 
 def format_summary(summary: dict) -> str:
     """The sweep's table as plain text."""
     lines = [f"{summary['slug']} · profile {summary['profile']} · seeds {summary['seeds']}"]
-    for cid, c in summary["claims"].items():
+    for cid, c in {**summary.get("controls", {}), **summary["claims"]}.items():
         verdicts = ", ".join(f"{v} {n}/{len(summary['seeds'])}" for v, n in sorted(c["verdicts"].items()))
         lines.append(f"{cid:>4}  {verdicts}")
         for k, s in c["numbers"].items():
