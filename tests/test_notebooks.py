@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -70,6 +71,23 @@ def test_smoke_runs_were_offline():
     assert subprocess.run(["unshare", "-rn", sys.executable, "-c",
                            "import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)"],
                           capture_output=True).returncode != 0
+
+
+GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)(?::[^`]*)?`")
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_glued_name_in_the_prose_is_glued_by_the_run(slug, executed):
+    """Each ``{glue:text}`name``` in the markdown has a value glued by the executed notebook (else the page would
+    show nothing there, and the book build fail on the warning); each name is glued once."""
+    assert not executed[slug], executed[slug]
+    nb = json.loads((results_dir(slug) / "smoke-seed0.ipynb").read_text())
+    wanted = {m for c in nb["cells"] if c["cell_type"] == "markdown" for m in GLUE_ROLE.findall("".join(c["source"]))}
+    glued = [o["metadata"]["scrapbook"]["name"] for c in nb["cells"] if c["cell_type"] == "code"
+             for o in c.get("outputs", []) if "scrapbook" in o.get("metadata", {})]
+    assert not wanted - set(glued), f"referenced in the prose but never glued: {sorted(wanted - set(glued))}"
+    dup = sorted({g for g in glued if glued.count(g) > 1})
+    assert not dup, f"glued more than once: {dup}"
 
 
 @pytest.mark.parametrize("slug", SLUGS)
