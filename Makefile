@@ -1,6 +1,7 @@
 # Reproducing ICML 2026 — every target bootstraps .venv from the pinned requirements.txt when needed.
 #   make test                      what CI runs: unit tests, smoke notebooks (+ determinism), smoke book build
 #   make book [PROFILE=smoke]      execute changed chapters, scorecard, render _build/html
+#   make book SEEDS=0-4            the same, every chapter at each seed: verdicts across seeds (= make robustness)
 #   make run NB=rose_sosmd ARGS="-p seed 3"
 #   make sweep NB=rose_sosmd SEEDS=0-4 JOBS=2 [SCHEDULER=tcp://host:8786]
 #   make bench [NB=rose_sosmd]     compiled kernels vs their references
@@ -12,7 +13,7 @@ STAMP := $(VENV)/.installed
 KERNELS := $(wildcard lib/repro/*/_kernels*.cpp)
 KSTAMP := $(VENV)/.kernels
 PROFILE ?= full
-SEEDS ?= 0-4
+SEEDS ?=
 JOBS ?= 2
 SCHEDULER ?=
 NB ?=
@@ -21,7 +22,7 @@ export OMP_NUM_THREADS ?= 1
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup test unit book run sweep bench clean distclean
+.PHONY: setup test unit book robustness run sweep bench clean distclean
 
 $(STAMP): requirements.txt pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -43,7 +44,10 @@ unit: setup
 	$(BIN)/python -m pytest tests --ignore=tests/test_notebooks.py
 
 book: setup
-	$(BIN)/python -m repro.common.cli book --profile $(PROFILE) --jobs $(JOBS)
+	$(BIN)/python -m repro.common.cli book --profile $(PROFILE) --jobs $(JOBS) --seeds "$(SEEDS)" --scheduler "$(SCHEDULER)"
+
+robustness: setup
+	$(BIN)/python -m repro.common.cli book --profile $(PROFILE) --jobs $(JOBS) --seeds "$(or $(SEEDS),0-4)" --scheduler "$(SCHEDULER)"
 
 run: setup
 	@test -n "$(NB)" || { echo "usage: make run NB=<slug> ARGS=\"-p seed 3\""; exit 2; }
@@ -51,7 +55,7 @@ run: setup
 
 sweep: setup
 	@test -n "$(NB)" || { echo "usage: make sweep NB=<slug> SEEDS=0-4 JOBS=2"; exit 2; }
-	@$(BIN)/python -m repro.common.cli sweep $(NB) --seeds $(SEEDS) --jobs $(JOBS) --scheduler "$(SCHEDULER)" $(ARGS)
+	@$(BIN)/python -m repro.common.cli sweep $(NB) --seeds "$(or $(SEEDS),0-4)" --jobs $(JOBS) --scheduler "$(SCHEDULER)" $(ARGS)
 
 bench: setup
 	@set -e; for b in $(if $(NB),benchmarks/bench_$(NB).py,benchmarks/bench_*.py); do \

@@ -280,8 +280,29 @@ def test_scorecard_shows_controls_above_claims_and_seed_counts(results):
         ledger.record("C1", holds=True, threshold="x", numbers={"x": 1.0}, needs=("K1",))
         ledger.save()
     md = scorecard_markdown("smoke")
-    assert "| 0/1 | 1 | 0 | 0 | 0 |" in md  # a control or claim that differs across seeds counts under none
+    assert "| 1/1 | 1 | 1 | 0 | 0 | 0,1 |" in md  # seed 0's verdicts in the chapter line
     k1, c1 = md.index("K1 · Trained"), md.index("C1 · Name")
     assert k1 < c1
-    assert "failed 1/2, passed 1/2" in md and "holds 1/2, inconclusive 1/2" in md
+    assert "passed 1/2 · seed-dependent" in md and "holds 1/2 · seed-dependent" in md
+    assert "1 verdicts are seed-dependent" in md and "across seeds" in md
     assert slug.replace("_", r"\_") in md
+    one = scorecard_markdown("smoke", {slug: [0]})
+    assert "across seeds" not in one and "seed-dependent" not in one
+
+
+def test_across_seeds_section_and_heatmap(results, tmp_path):
+    from repro.common.robustness import across_seeds, chapter_section, heatmap
+
+    for seed, ok in [(0, True), (1, True), (2, False)]:
+        ledger = Ledger(ToyConfig.from_profile("smoke", seed=seed), {"C1": "a"}, controls={"K1": "k"})
+        ledger.control("K1", holds=True, threshold="", numbers={"gain": 1.0 + seed})
+        ledger.record("C1", holds=ok, threshold="", numbers={"x": float(seed)}, needs=("K1",))
+        ledger.save()
+    rows = across_seeds("toy", "smoke", [0, 1, 2])
+    assert [(r["id"], r["count"], r["n"], r["seed_dependent"]) for r in rows] == [("K1", 3, 3, False),
+                                                                                   ("C1", 2, 3, True)]
+    assert "gain = 2 ± " in rows[0]["numbers"]
+    section = chapter_section("toy", "smoke", [0, 1, 2])
+    assert "### Across seeds" in section and "holds 2/3 · seed-dependent" in section and "passed 3/3" in section
+    assert chapter_section("toy", "smoke", [0]) == ""
+    assert heatmap("smoke", [0, 1, 2], ["toy"], tmp_path / "h.png").exists()

@@ -29,11 +29,27 @@ JOBS = 2
 OFFLINE = book.offline_available()
 
 
+def _selected_slugs(session) -> list[str]:
+    """The chapters the selected tests need (all of them when the book-render test is selected), so that
+    ``pytest tests/test_notebooks.py -k birolf`` executes one chapter, not the whole book."""
+    wanted: set[str] = set()
+    for item in session.items:
+        if item.module.__name__ != __name__:
+            continue
+        slug = getattr(item, "callspec", None) and item.callspec.params.get("slug")
+        if slug:
+            wanted.add(slug)
+        elif item.name == "test_book_renders_with_warnings_as_errors":
+            return SLUGS
+    return [s for s in SLUGS if s in wanted]
+
+
 @pytest.fixture(scope="session")
-def executed() -> dict[str, str]:
-    """Run every chapter's smoke profile (two at a time) with the network cut off where the machine allows it
-    (``unshare -rn``); map slug -> failure message ('' when it ran)."""
-    failures = book.execute_changed("smoke", jobs=JOBS, timeout_s=300, offline=OFFLINE)
+def executed(request) -> dict[str, str]:
+    """Run the selected chapters' smoke profile (two at a time) with the network cut off where the machine
+    allows it (``unshare -rn``); map slug -> failure message ('' when it ran)."""
+    slugs = _selected_slugs(request.session)
+    failures = book.execute_changed("smoke", jobs=JOBS, slugs=slugs, timeout_s=300, offline=OFFLINE) if slugs else []
     return {slug: next((f for f in failures if f.startswith(f"{slug}:")), "") for slug in SLUGS} | {
         "_all": "\n".join(failures)}
 
@@ -46,9 +62,9 @@ def _nbval(slug: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="session")
-def reruns(executed) -> dict[str, subprocess.CompletedProcess]:
+def reruns(request, executed) -> dict[str, subprocess.CompletedProcess]:
     """The determinism re-run of every executed chapter, two at a time."""
-    ok = [s for s in SLUGS if not executed[s]]
+    ok = [s for s in _selected_slugs(request.session) if not executed[s]]
     with ThreadPoolExecutor(max_workers=JOBS) as pool:
         return dict(zip(ok, pool.map(_nbval, ok)))
 

@@ -12,14 +12,14 @@ import json
 import shutil
 import subprocess
 import sys
-import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .claims import Claim, fmt, load_ledgers
+from .claims import fmt, load_ledgers
 from .paths import REPO_ROOT, chapter_slugs, notebook_path, results_dir
-from .runner import RunError, execute, inputs_hash
+from .cluster import Job, run_many
+from .robustness import across_seeds, chapter_section, count_text, heatmap, ledgers_for
+from .runner import RunError, inputs_hash
 
 STAGE = REPO_ROOT / "_build" / "src"
 SCORECARD_MARK = "<!-- scorecard-table -->"
@@ -28,15 +28,15 @@ SCORECARD_MARK = "<!-- scorecard-table -->"
 MATHJAX_PARTS = ("tex-mml-chtml.js", "input", "output", "ui", "a11y", "sre", "adaptors")
 
 
-def _hash_file(slug: str, profile: str) -> Path:
-    return results_dir(slug) / f"{profile}-seed0.hash"
+def _hash_file(slug: str, profile: str, seed: int = 0) -> Path:
+    return results_dir(slug) / f"{profile}-seed{seed}.hash"
 
 
-def is_current(slug: str, profile: str) -> bool:
-    """True when the executed notebook and ledger exist and their inputs hash the same as now."""
-    params = {"profile": profile, "seed": 0}
-    h, nb = _hash_file(slug, profile), results_dir(slug) / f"{profile}-seed0.ipynb"
-    ledger = results_dir(slug) / f"{profile}-seed0.json"
+def is_current(slug: str, profile: str, seed: int = 0) -> bool:
+    """True when the executed notebook and ledger of this seed exist and their inputs hash the same as now."""
+    params = {"profile": profile, "seed": seed}
+    h, nb = _hash_file(slug, profile, seed), results_dir(slug) / f"{profile}-seed{seed}.ipynb"
+    ledger = results_dir(slug) / f"{profile}-seed{seed}.json"
     return h.exists() and nb.exists() and ledger.exists() and h.read_text().strip() == inputs_hash(slug, params)
 
 
@@ -47,83 +47,53 @@ def offline_available() -> bool:
     return subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode == 0
 
 
-def execute_one(slug: str, profile: str, timeout_s: int | None = None, offline: bool = False) -> tuple[str, float]:
-    """Execute one chapter at seed 0 and store its inputs hash (computed before the run starts).
-
-    With ``offline`` the run happens in a new network namespace with no interface up (``unshare -rn``):
-    a chapter that tries to download anything fails there.
-    """
-    params = {"profile": profile, "seed": 0}
-    digest = inputs_hash(slug, params)
-    _hash_file(slug, profile).unlink(missing_ok=True)
-    if offline:
-        t0 = time.perf_counter()
-        cmd = ["unshare", "-rn", sys.executable, "-m", "repro.common.cli", "run", slug, "-y", json.dumps(params)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT,
-                              timeout=None if timeout_s is None else 4 * timeout_s)
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
-            raise RunError(f"{slug}: offline run failed: {last.removeprefix('error: ')}")
-        seconds = time.perf_counter() - t0
-    else:
-        seconds = execute(slug, params, timeout_s=timeout_s).seconds
-    _hash_file(slug, profile).write_text(digest + "\n")
-    return slug, seconds
-
-
-def execute_changed(profile: str, jobs: int = 2, slugs: list[str] | None = None,
-                    timeout_s: int | None = None, offline: bool = False) -> list[str]:
-    """Execute every chapter whose inputs changed; return the failures' messages (empty when all ran)."""
-    todo = [s for s in (slugs or chapter_slugs()) if not is_current(s, profile)]
-    skipped = sorted(set(slugs or chapter_slugs()) - set(todo))
-    if skipped:
-        print(f"up to date ({profile}): {', '.join(skipped)}")
-    failures: list[str] = []
+def execute_changed(profile: str, jobs: int = 2, slugs: list[str] | None = None, timeout_s: int | None = None,
+                    offline: bool = False, seeds: list[int] | None = None, scheduler: str | None = None) -> list[str]:
+    """Execute every (chapter, seed) whose inputs changed, on Dask (:func:`repro.common.cluster.run_many`), storing
+    each one's inputs hash (computed before it runs); return the failures' messages (empty when all ran)."""
+    seeds = seeds or [0]
+    slugs = slugs or chapter_slugs()
+    todo = [Job(s, {"profile": profile, "seed": k}, inputs_hash(s, {"profile": profile, "seed": k}))
+            for s in slugs for k in seeds if not is_current(s, profile, k)]
+    fresh = sorted({f"{s} (seed {k})" if len(seeds) > 1 else s for s in slugs for k in seeds
+                    if is_current(s, profile, k)})
+    if fresh:
+        print(f"up to date ({profile}): {', '.join(fresh)}")
     if not todo:
-        return failures
-    print(f"executing ({profile}, {jobs} at a time): {', '.join(todo)}", flush=True)
-    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo)))) as pool:
-        futures = {s: pool.submit(execute_one, s, profile, timeout_s, offline) for s in todo}
-        for slug, fut in futures.items():
-            try:
-                _, seconds = fut.result()
-                print(f"  {slug}: {seconds:.1f} s", flush=True)
-            except (RunError, Exception) as exc:  # report every chapter, then fail
-                failures.append(str(exc))
-                print(f"  {slug}: FAILED — {exc}", flush=True)
-    return failures
+        return []
+    print(f"executing ({profile}, {jobs} at a time): {', '.join(j.key for j in todo)}", flush=True)
+    failed = run_many(todo, jobs=jobs, scheduler=scheduler, offline=offline, timeout_s=timeout_s)
+    # messages start with the slug, as callers (and tests) look failures up by chapter
+    return [f"{key.split('-')[0]}: {key}: {msg}" for key, msg in failed.items()]
 
 
 # ---------------------------------------------------------------------------------------------- scorecard
-def _seed_verdict(verdicts: list[str]) -> str:
-    """One verdict when every seed agrees, else each verdict with its count ("holds 4/5, fails 1/5")."""
-    if len(set(verdicts)) == 1:
-        return verdicts[0]
-    return ", ".join(f"{v} {verdicts.count(v)}/{len(verdicts)}" for v in sorted(set(verdicts)))
+def current_seeds(slug: str, profile: str) -> list[int]:
+    """Seeds of ``slug`` whose executed notebook and ledger are current (their inputs hash the same as now)."""
+    seeds = sorted({d["seed"] for d in load_ledgers(slug, profile)})
+    return [k for k in seeds if is_current(slug, profile, k)]
 
 
-def scorecard_rows(profile: str) -> list[dict[str, Any]]:
-    """One row per control, then one per claim, of every chapter, from the saved ledgers of ``profile``
-    (all seeds; the numbers are seed 0's)."""
+def scorecard_rows(profile: str, seeds: dict[str, list[int]] | None = None) -> list[dict[str, Any]]:
+    """One row per control, then one per claim, of every chapter: seed 0's verdict and numbers and, with several
+    seeds, the count of seeds each held in. ``seeds`` maps a chapter to the seeds to use (all saved when None)."""
     rows = []
     for slug in chapter_slugs():
-        ledgers = load_ledgers(slug, profile)
+        use = None if seeds is None else seeds.get(slug, [0])
+        ledgers = ledgers_for(slug, profile, use)
         if not ledgers:
             rows.append({"chapter": slug, "kind": "claim", "claim": "—", "verdict": "not run", "numbers": "",
                          "seeds": "", "wall": ""})
             continue
-        seeds = sorted(d["seed"] for d in ledgers)
-        by_seed0 = next((d for d in ledgers if d["seed"] == 0), ledgers[0])
-        wall = max(d["wall_s"] for d in ledgers)
-        for kind in ("controls", "claims"):
-            for item in by_seed0.get(kind, []):
-                verdicts = [next((c["verdict"] for c in d.get(kind, []) if c["id"] == item["id"]), "missing")
-                            for d in ledgers]
-                numbers = "; ".join(f"{k} = {fmt(v)}" for k, v in list(item["numbers"].items())[:2])
-                rows.append({"chapter": slug, "kind": kind[:-1], "claim": Claim(item["id"], item["statement"]).name,
-                             "verdict": _seed_verdict(verdicts), "numbers": numbers,
-                             "needs": ", ".join(item.get("needs", [])),
-                             "seeds": ",".join(map(str, seeds)), "wall": f"{wall:.0f} s"})
+        first = ledgers[0]
+        items = {(k, c["id"]): c for k in ("controls", "claims") for c in first.get(k, [])}
+        for r in across_seeds(slug, profile, [d["seed"] for d in ledgers]):
+            item = items[(r["kind"] + "s", r["id"])]
+            numbers = "; ".join(f"{k} = {fmt(v)}" for k, v in list(item["numbers"].items())[:2])
+            rows.append({"chapter": slug, "kind": r["kind"], "claim": r["name"], "verdict": r["seed0"],
+                         "across": count_text(r) if r["n"] > 1 else "", "numbers": numbers,
+                         "needs": ", ".join(item.get("needs", [])), "seeds": ",".join(str(d["seed"]) for d in ledgers),
+                         "wall": f"{first['wall_s']:.0f} s"})
     return rows
 
 
@@ -136,11 +106,13 @@ def _short(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
-def scorecard_markdown(profile: str) -> str:
+def scorecard_markdown(profile: str, seeds: dict[str, list[int]] | None = None, figure: str | None = None) -> str:
     """The scorecard as Markdown: one line per chapter, then one row per control and claim (rendered into
-    ``book/scorecard.md`` when staging). Controls come first: a claim whose control failed is inconclusive."""
-    rows = scorecard_rows(profile)
+    ``book/scorecard.md`` when staging). Controls come first: a claim whose control failed is inconclusive. With
+    several seeds, a column counts the seeds each held in and marks seed-dependent verdicts."""
+    rows = scorecard_rows(profile, seeds)
     pages = {s: notebook_path(s).stem for s in chapter_slugs()}
+    multi = any(r.get("across") for r in rows)
 
     def link(slug: str) -> str:
         name = slug.replace("_", r"\_")  # a bare underscore would start emphasis in the Markdown table
@@ -148,8 +120,9 @@ def scorecard_markdown(profile: str) -> str:
 
     out = [f"Profile **{profile}**. Each chapter links to its page, where every verdict is explained. A *control* "
            "checks that the run could see an effect of the kind a claim is about; a claim whose control failed is "
-           "inconclusive.", "",
-           "| chapter | controls passed | claims | holds | fails | inconclusive | seeds | wall time |",
+           "inconclusive. Verdicts and numbers are seed 0's" + (", and *across seeds* counts the seeds in which each "
+           "control passed or claim held." if multi else "."), "",
+           "| chapter | controls passed | claims | holds | fails | inconclusive | seeds | wall time (seed 0) |",
            "|---|---|---|---|---|---|---|---|"]
     for slug in chapter_slugs():
         mine = [r for r in rows if r["chapter"] == slug]
@@ -164,17 +137,23 @@ def scorecard_markdown(profile: str) -> str:
                    f"{mine[0]['seeds']} | {mine[0]['wall']} |")
     claims = [r for r in rows if r["kind"] == "claim"]
     counts = {v: sum(r["verdict"] == v for r in claims) for v in ("holds", "fails", "inconclusive")}
-    # a claim whose verdict differs across seeds counts under none of the three
-    out += ["", f"In all, {counts['holds']} claims hold, {counts['fails']} fail and {counts['inconclusive']} are "
-                "inconclusive.", "", "## Every control and claim", "",
-            "| chapter | control or claim | needs | verdict | key numbers (seed 0) |", "|---|---|---|---|---|"]
+    dependent = sum("seed-dependent" in r.get("across", "") for r in claims)
+    out += ["", f"In all, at seed 0, {counts['holds']} claims hold, {counts['fails']} fail and "
+                f"{counts['inconclusive']} are inconclusive" + (f"; {dependent} verdicts are seed-dependent." if multi
+                                                              else "."), ""]
+    if figure:
+        out += [f"![Share of seeds in which each control passed and each claim held]({figure})", ""]
+    out += ["## Every control and claim", "",
+            "| chapter | control or claim | needs | verdict | " + ("across seeds | " if multi else "")
+            + "key numbers (seed 0) |", "|---|---|---|---|---|" + ("---|" if multi else "")]
     for r in rows:
         if r["verdict"] == "not run":
             continue
         verdict = _VERDICT_HTML.get(r["verdict"], r["verdict"])
         numbers = "; ".join(_short(part) for part in r["numbers"].split("; ")).replace("|", "\\|")
         name = r["claim"].replace("|", "\\|")
-        out.append(f"| {link(r['chapter'])} | {name} | {r.get('needs', '')} | {verdict} | {numbers} |")
+        across = f"{r['across'] or '1 seed'} | " if multi else ""
+        out.append(f"| {link(r['chapter'])} | {name} | {r.get('needs', '')} | {verdict} | {across}{numbers} |")
     return "\n".join(out)
 
 
@@ -198,22 +177,45 @@ def _mathjax_dir() -> Path:
     return Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
 
 
+def _with_section(executed: Path, section: str) -> str:
+    """The executed notebook with a Markdown cell ``section`` right after its ledger cell (the one tagged
+    ``nbval-check-output``), or at the end when there is none."""
+    nb = json.loads(executed.read_text())
+    cells = nb["cells"]
+    at = next((i + 1 for i, c in enumerate(cells) if "nbval-check-output" in c.get("metadata", {}).get("tags", [])),
+              len(cells))
+    cells.insert(at, {"cell_type": "markdown", "metadata": {}, "source": section})
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
 def stage(profile: str) -> Path:
-    """Lay out ``_build/src``: config, TOC, pages, executed notebooks, scorecard, local MathJax."""
+    """Lay out ``_build/src``: config, TOC, pages, executed notebooks (seed 0), scorecard, local MathJax. Where
+    other seeds' ledgers are current too, the scorecard counts them, each chapter page gets an "Across seeds"
+    section under its ledger, and the scorecard a chapters × claims figure."""
     for name in ("_config.yml", "_toc.yml"):
         _sync(REPO_ROOT / name, STAGE / name)
     for page in (REPO_ROOT / "book").rglob("*"):
         if page.is_file():
             _sync(page, STAGE / page.relative_to(REPO_ROOT))
+    seeds = {slug: sorted({0, *current_seeds(slug, profile)}) for slug in chapter_slugs()}
+    figure = heatmap(profile, sorted({k for v in seeds.values() for k in v}), chapter_slugs(),
+                     STAGE / "book" / "robustness.png") if any(len(v) > 1 for v in seeds.values()) else None
+    if figure is None:
+        (STAGE / "book" / "robustness.png").unlink(missing_ok=True)
     card = (REPO_ROOT / "book" / "scorecard.md").read_text()
-    _sync_text(card.replace(SCORECARD_MARK, scorecard_markdown(profile)), STAGE / "book" / "scorecard.md")
+    _sync_text(card.replace(SCORECARD_MARK, scorecard_markdown(profile, seeds, "robustness.png" if figure else None)),
+               STAGE / "book" / "scorecard.md")
     missing = []
     for slug in chapter_slugs():
         executed = results_dir(slug) / f"{profile}-seed0.ipynb"
         if not executed.exists():
             missing.append(slug)
             continue
-        _sync(executed, STAGE / "notebooks" / notebook_path(slug).name)
+        section = chapter_section(slug, profile, seeds[slug])
+        if section:
+            _sync_text(_with_section(executed, section), STAGE / "notebooks" / notebook_path(slug).name)
+        else:
+            _sync(executed, STAGE / "notebooks" / notebook_path(slug).name)
     if missing:
         raise RunError(f"no executed notebook for {', '.join(missing)} in profile {profile}; run make book first")
     # Not under _static/: Jupyter Book would add every .js found there as a <script> on every page.
@@ -239,11 +241,14 @@ def render() -> int:
     return subprocess.call(cmd, cwd=REPO_ROOT)
 
 
-def build(profile: str = "full", jobs: int = 2, timeout_s: int | None = None) -> int:
-    """``make book``: execute what changed, stage, render. Non-zero when a chapter or the render failed."""
-    failures = execute_changed(profile, jobs=jobs, timeout_s=timeout_s)
+def build(profile: str = "full", jobs: int = 2, timeout_s: int | None = None, seeds: list[int] | None = None,
+          scheduler: str | None = None) -> int:
+    """``make book [SEEDS=0-4]``: execute what changed (at each seed), stage, render. Non-zero when a chapter or
+    the render failed."""
+    seeds = sorted({0, *(seeds or [0])})
+    failures = execute_changed(profile, jobs=jobs, timeout_s=timeout_s, seeds=seeds, scheduler=scheduler)
     if failures:
-        print("\n".join(["book: these chapters failed:", *failures]), file=sys.stderr)
+        print("\n".join(["book: these runs failed:", *failures]), file=sys.stderr)
         return 1
     stage(profile)
     code = render()

@@ -22,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     bk = sub.add_parser("book", help="execute changed chapters, build the scorecard, render the site")
     bk.add_argument("--profile", default="full", choices=["full", "smoke"])
     bk.add_argument("--jobs", type=int, default=2)
+    bk.add_argument("--seeds", default="", help="seeds besides 0 to execute for the across-seeds view, e.g. 0-4")
+    bk.add_argument("--scheduler", default="", help="Dask scheduler address, e.g. tcp://host:8786")
     sc = sub.add_parser("scorecard", help="print the scorecard table")
     sc.add_argument("--profile", default="full", choices=["full", "smoke"])
     ns, params = ap.parse_known_args(argv)  # what argparse does not know are the notebook's parameters
@@ -47,8 +49,10 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if summary["errors"] else 0
         elif ns.cmd == "book":
             from .book import build
+            from .sweep import parse_seeds
 
-            return build(ns.profile, jobs=ns.jobs)
+            seeds = parse_seeds(ns.seeds) if ns.seeds else [0]
+            return build(ns.profile, jobs=ns.jobs, seeds=seeds, scheduler=ns.scheduler or None)
         elif ns.cmd == "scorecard":
             from .book import scorecard_markdown
 

@@ -1,20 +1,20 @@
-"""One chapter over many seeds, in parallel, then one table of every claim across seeds.
+"""One chapter over many seeds, on Dask, then one table of every control and claim across seeds.
 
-The executor is a local process pool (one notebook per worker, one thread each) unless a Dask scheduler
-address is given, in which case the same :func:`repro.common.runner.execute` calls are submitted to that
-cluster (``pip install dask[distributed]`` there; every worker needs this checkout and its ``.venv``).
+The runs go through :func:`repro.common.cluster.run_many`: a local cluster of ``jobs`` one-thread worker
+processes by default, or an existing Dask cluster when a scheduler address is given. Workers return the executed
+notebook and ledger contents; this process writes them under ``results/`` and the summary beside them.
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from .claims import fmt, load_ledgers, write_json_atomic
+from .cluster import Job, run_many
 from .paths import results_dir
-from .runner import execute, validate
+from .runner import validate
 from .stats import mean_ci
 
 
@@ -35,37 +35,21 @@ def parse_seeds(text: str) -> list[int]:
     return sorted(set(seeds))
 
 
-def _run(slug: str, params: dict[str, Any]) -> str:
-    return str(execute(slug, params).ledger)
+def sweep(slug: str, seeds: list[int], params: dict[str, Any], jobs: int = 2, scheduler: str | None = None,
+          **run_kw: Any) -> dict:
+    """Run ``slug`` for every seed (parameters validated once, up front) and summarise the ledgers.
 
-
-def sweep(slug: str, seeds: list[int], params: dict[str, Any], jobs: int = 2, scheduler: str | None = None) -> dict:
-    """Run ``slug`` for every seed (parameters validated once, up front) and summarise the ledgers."""
+    The summary (``results/<slug>/sweep-<profile>.json``) covers the seeds that completed; ``errors`` names each
+    seed that failed twice, with its message.
+    """
     for seed in seeds:
         validate(slug, {**params, "seed": seed})
-    jobs_params = [{**params, "seed": s} for s in seeds]
-    errors: list[str] = []
-    if scheduler:
-        from dask.distributed import Client  # optional: only a cluster run needs it
-
-        with Client(scheduler) as client:
-            futures = client.map(_run, [slug] * len(seeds), jobs_params)
-            for seed, fut in zip(seeds, futures):
-                try:
-                    fut.result()
-                except Exception as exc:  # noqa: BLE001 - report each seed, then fail
-                    errors.append(f"seed {seed}: {exc}")
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_run, slug, p) for p in jobs_params]
-            for seed, fut in zip(seeds, futures):
-                try:
-                    fut.result()
-                    print(f"  seed {seed}: done", flush=True)
-                except Exception as exc:  # noqa: BLE001
-                    errors.append(f"seed {seed}: {exc}")
     profile = validate(slug, params).profile
-    summary = summarise(slug, profile, seeds)
+    jobs_list = [Job(slug, {**params, "profile": profile, "seed": s}) for s in seeds]
+    failed = run_many(jobs_list, jobs=jobs, scheduler=scheduler, **run_kw)
+    errors = [f"seed {job.params['seed']}: {failed[job.key]}" for job in jobs_list if job.key in failed]
+    done = [job.params["seed"] for job in jobs_list if job.key not in failed]
+    summary = summarise(slug, profile, done)
     summary["errors"] = errors
     write_json_atomic(results_dir(slug) / f"sweep-{profile}.json", summary)
     return summary

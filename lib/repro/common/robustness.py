@@ -1,0 +1,111 @@
+"""Verdicts across seeds: how many seeds each control passed and each claim held in, for the book.
+
+``make book SEEDS=0-4`` executes every chapter at each seed (cached per seed by the inputs hash); these functions
+turn the ledgers whose inputs are current into the scorecard's "across seeds" column, the section added under each
+chapter's ledger, and a chapters × claims figure. A verdict that differs between seeds is *seed-dependent*.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .claims import Claim, fmt, load_ledgers
+from .sweep import summarise
+
+_GOOD = {"controls": "passed", "claims": "holds"}
+
+
+def ledgers_for(slug: str, profile: str, seeds: list[int] | None) -> list[dict[str, Any]]:
+    """The chapter's saved ledgers of ``profile`` for ``seeds`` (all seeds when None), seed 0 first."""
+    out = [d for d in load_ledgers(slug, profile) if seeds is None or d["seed"] in seeds]
+    return sorted(out, key=lambda d: d["seed"])
+
+
+def across_seeds(slug: str, profile: str, seeds: list[int] | None = None) -> list[dict[str, Any]]:
+    """One row per control, then per claim: seed 0's verdict, the count of seeds it held/passed in, whether the
+    verdict is seed-dependent, and the first numbers' mean ± 95% CI over the seeds."""
+    ledgers = ledgers_for(slug, profile, seeds)
+    if not ledgers:
+        return []
+    summary = summarise(slug, profile, [d["seed"] for d in ledgers])
+    first = ledgers[0]
+    rows = []
+    for kind in ("controls", "claims"):
+        for item in first.get(kind, []):
+            verdicts = [next((c["verdict"] for c in d.get(kind, []) if c["id"] == item["id"]), "missing")
+                        for d in ledgers]
+            stats = summary[kind].get(item["id"], {}).get("numbers", {})
+            numbers = "; ".join(f"{k} = {fmt(s['mean'])} ± {fmt(s['ci95'])}" for k, s in list(stats.items())[:2])
+            good = _GOOD[kind]
+            rows.append({
+                "kind": kind[:-1], "id": item["id"], "name": Claim(item["id"], item["statement"]).name,
+                "seed0": verdicts[0], "good": good, "count": sum(v == good for v in verdicts), "n": len(verdicts),
+                "seed_dependent": len(set(verdicts)) > 1, "verdicts": verdicts, "numbers": numbers,
+            })
+    return rows
+
+
+def count_text(row: dict[str, Any]) -> str:
+    """``"holds 4/5 · seed-dependent"`` or ``"passed 5/5"``."""
+    text = f"{row['good']} {row['count']}/{row['n']}"
+    return text + " · seed-dependent" if row["seed_dependent"] else text
+
+
+def provenance_text(slug: str, profile: str, seeds: list[int]) -> str:
+    """Which seeds and commits the rows come from."""
+    ledgers = ledgers_for(slug, profile, seeds)
+    commits = sorted({d["provenance"]["commit"][:10] + (" (+local changes)" if d["provenance"].get("dirty") else "")
+                      for d in ledgers})
+    return (f"seeds {', '.join(str(d['seed']) for d in ledgers)} of profile {profile}, "
+            f"commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}")
+
+
+def chapter_section(slug: str, profile: str, seeds: list[int]) -> str:
+    """The Markdown section shown under a chapter's ledger when more than one seed's ledger is current."""
+    rows = across_seeds(slug, profile, seeds)
+    if not rows or rows[0]["n"] < 2:
+        return ""
+    out = ["### Across seeds", "",
+           f"The same notebook, full parameters unchanged, at every seed: {provenance_text(slug, profile, seeds)}. "
+           "A verdict that differs between seeds is marked *seed-dependent*; numbers are means ± 95% CI over seeds.",
+           "", "| control or claim | seed 0 | across seeds | numbers over seeds |", "|---|---|---|---|"]
+    for r in rows:
+        name = r["name"].replace("|", "\\|")
+        out.append(f"| {name} | {r['seed0']} | {count_text(r)} | {r['numbers'].replace('|', chr(92) + '|')} |")
+    return "\n".join(out)
+
+
+def heatmap(profile: str, seeds: list[int], slugs: list[str], path: Path) -> Path | None:
+    """Chapters × controls-and-claims, colour = share of seeds in which each held (passed); None with one seed."""
+    table = {s: across_seeds(s, profile, seeds) for s in slugs}
+    table = {s: rows for s, rows in table.items() if rows and rows[0]["n"] > 1}
+    if not table:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    width = max(len(rows) for rows in table.values())
+    share = np.full((len(table), width), np.nan)
+    labels = []
+    for i, (slug, rows) in enumerate(table.items()):
+        labels.append(slug)
+        for j, r in enumerate(rows):
+            share[i, j] = r["count"] / r["n"]
+    fig, ax = plt.subplots(figsize=(1.0 + 0.55 * width, 0.8 + 0.45 * len(table)))
+    im = ax.imshow(share, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    for i, rows in enumerate(table.values()):
+        for j, r in enumerate(rows):
+            ax.text(j, i, r["id"], ha="center", va="center", fontsize=7)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xticks([])
+    ax.set_xlabel("controls (K) then claims (C), in ledger order")
+    ax.set_title(f"Share of seeds in which each control passed / claim held ({profile}, {len(seeds)} seeds)")
+    fig.colorbar(im, ax=ax, label="share of seeds")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
