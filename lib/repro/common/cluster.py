@@ -99,11 +99,14 @@ def store(result: dict, digest: str = "") -> Path:
 
 def client(jobs: int = 2, scheduler: str | None = None):
     """A Dask client: to ``scheduler`` when given, else to a new local cluster of ``jobs`` one-thread processes."""
+    import logging
+
     from dask.distributed import Client, LocalCluster
 
+    logging.getLogger("distributed").setLevel(logging.WARNING)  # runs are reported one line each, by run_many
     if scheduler:
         return Client(scheduler, timeout="30s")
-    cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None,
+    cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=":0",
                            silence_logs=50)
     return Client(cluster)
 

@@ -94,15 +94,18 @@ def heatmap(profile: str, seeds: list[int], slugs: list[str], path: Path) -> Pat
         labels.append(slug)
         for j, r in enumerate(rows):
             share[i, j] = r["count"] / r["n"]
-    fig, ax = plt.subplots(figsize=(1.0 + 0.55 * width, 0.8 + 0.45 * len(table)))
-    im = ax.imshow(share, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    fig, ax = plt.subplots(figsize=(max(7.0, 2.0 + 0.55 * width), 1.6 + 0.45 * len(table)))
+    cmap = plt.get_cmap("RdYlGn").copy()
+    cmap.set_bad("#eeeeee")
+    im = ax.imshow(np.ma.masked_invalid(share), cmap=cmap, vmin=0, vmax=1, aspect="auto")
     for i, rows in enumerate(table.values()):
         for j, r in enumerate(rows):
             ax.text(j, i, r["id"], ha="center", va="center", fontsize=7)
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xticks([])
     ax.set_xlabel("controls (K) then claims (C), in ledger order")
-    ax.set_title(f"Share of seeds in which each control passed / claim held ({profile}, {len(seeds)} seeds)")
+    ax.set_title(f"Verdicts across seeds {min(seeds)}–{max(seeds)} (profile {profile})\n"
+                 "share of seeds in which each control passed / each claim held", fontsize=10)
     fig.colorbar(im, ax=ax, label="share of seeds")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
