@@ -95,8 +95,7 @@ def heatmap(profile: str, seeds: list[int], slugs: list[str], path: Path) -> Pat
         for j, r in enumerate(rows):
             share[i, j] = r["count"] / r["n"]
     fig, ax = plt.subplots(figsize=(max(7.0, 2.0 + 0.55 * width), 1.6 + 0.45 * len(table)))
-    cmap = plt.get_cmap("RdYlGn").copy()
-    cmap.set_bad("#eeeeee")
+    cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#eeeeee")
     im = ax.imshow(np.ma.masked_invalid(share), cmap=cmap, vmin=0, vmax=1, aspect="auto")
     for i, rows in enumerate(table.values()):
         for j, r in enumerate(rows):
