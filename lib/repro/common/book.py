@@ -23,6 +23,7 @@ from .runner import RunError, inputs_hash
 
 STAGE = REPO_ROOT / "_build" / "src"
 SCORECARD_MARK = "<!-- scorecard-table -->"
+COURSE_MARK = "<!-- course-times -->"
 #: What the site needs of MathJax 3: the combined TeX/MathML + CHTML component, the fonts and the parts it
 #: loads on demand (extensions, menu, accessibility).
 MATHJAX_PARTS = ("tex-mml-chtml.js", "input", "output", "ui", "a11y", "sre", "adaptors")
@@ -157,6 +158,20 @@ def scorecard_markdown(profile: str, seeds: dict[str, list[int]] | None = None, 
     return "\n".join(out)
 
 
+def times_markdown() -> str:
+    """Measured wall time and peak memory of each chapter's latest seed-0 ledgers, smoke and full (course page)."""
+    out = ["| chapter | smoke: wall time | full: wall time | full: peak memory |", "|---|---|---|---|"]
+    for slug in chapter_slugs():
+        cells = []
+        for profile in ("smoke", "full"):
+            d = next((d for d in load_ledgers(slug, profile) if d["seed"] == 0), None)
+            cells.append(f"{d['wall_s']:.0f} s" if d else "—")
+            if profile == "full":
+                cells.append(f"{d['peak_rss_mib']:.0f} MiB" if d else "—")
+        out.append(f"| {notebook_path(slug).stem[:2]} {slug.replace('_', chr(92) + '_')} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------------------------------------- staging
 def _sync(src: Path, dst: Path) -> None:
     """Copy only when the content differs, so Sphinx's incremental build sees unchanged files as unchanged."""
@@ -202,6 +217,8 @@ def stage(profile: str) -> Path:
                      STAGE / "book" / "robustness.png") if any(len(v) > 1 for v in seeds.values()) else None
     if figure is None:
         (STAGE / "book" / "robustness.png").unlink(missing_ok=True)
+    course = (REPO_ROOT / "book" / "course.md").read_text()
+    _sync_text(course.replace(COURSE_MARK, times_markdown()), STAGE / "book" / "course.md")
     card = (REPO_ROOT / "book" / "scorecard.md").read_text()
     _sync_text(card.replace(SCORECARD_MARK, scorecard_markdown(profile, seeds, "robustness.png" if figure else None)),
                STAGE / "book" / "scorecard.md")
