@@ -43,8 +43,8 @@ _COLORS = {"holds": "#1a7f37", "fails": "#cf222e", "inconclusive": "#9a6700", "p
 
 
 @dataclass
-class Claim:
-    """One claim of a chapter and what this run measured for it."""
+class Control:
+    """A positive control: a measured check that this run could see an effect of a claim's kind."""
 
     id: str
     statement: str
@@ -52,7 +52,6 @@ class Claim:
     threshold: str = ""
     numbers: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
-    needs: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -107,19 +106,10 @@ def write_json_atomic(path: Path, payload: Any) -> Path:
 
 
 @dataclass
-class Control:
-    """A positive control: a measured check that this run could see an effect of a claim's kind."""
+class Claim(Control):
+    """One claim of a chapter, what this run measured for it, and the controls it rests on."""
 
-    id: str
-    statement: str
-    verdict: str = "not recorded"
-    threshold: str = ""
-    numbers: dict[str, Any] = field(default_factory=dict)
-    reason: str = ""
-
-    @property
-    def name(self) -> str:
-        return Claim(self.id, self.statement).name
+    needs: list[str] = field(default_factory=list)
 
 
 class Ledger:
@@ -245,7 +235,7 @@ class Ledger:
         return [
             {
                 "claim": c.id,
-                "kind": "control" if isinstance(c, Control) else "claim",
+                "kind": "claim" if isinstance(c, Claim) else "control",
                 "statement": c.statement,
                 "threshold": c.threshold,
                 "measured": "; ".join(f"{k} = {fmt(v)}" for k, v in c.numbers.items()),
