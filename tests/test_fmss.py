@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from repro.common import ConfigError
-from repro.fmss import (CLAIMS, Config, InfeasibleTarget, chi2_curve, fmmc_sdp, fmss_convex, fmss_nonconvex, fmss_sv,
+from repro.common import Ledger
+from repro.fmss import (CLAIMS, CONTROLS, NEEDS, Config, boundary_target, reversibility_defect, InfeasibleTarget, chi2_curve, fmmc_sdp, fmss_convex, fmss_nonconvex, fmss_sv,
                         graph_mdp, gridworld, induced_chain, lp_vertices, max_inflow, occupation, path_graph,
                         random_ergodic_mdp, random_target, reversible_chain, sample_kernel, slem, stationary,
                         steady_state_lp, surrogate, surrogate_matrix, tv_curve)
@@ -30,7 +31,9 @@ def test_profiles_and_claims():
     full, smoke = Config.from_profile("full"), Config.from_profile("smoke")
     assert (full.n_mdps, full.S, full.A, full.maxfev) == (20, 12, 3, 3000)
     assert smoke.scaling_S_scs == () and smoke.sv_n_list == (30, 300)
-    assert list(CLAIMS) == ["C1", "C2", "C3", "C4", "C5", "C6", "C7"]
+    assert list(CLAIMS) == ["C1", "C2a", "C2b", "C3", "C4a", "C4b", "C4c", "C5", "C6", "C7"]
+    assert list(CONTROLS) == [f"K{i}" for i in range(1, 12)]
+    assert set(NEEDS) == set(CLAIMS) and {k for ks in NEEDS.values() for k in ks} == set(CONTROLS)
 
 
 BAD = {
@@ -254,3 +257,208 @@ def test_experiments_are_deterministic():
     assert ex.run_c1(cfg).sigma.tolist() == ex.run_c1(cfg).sigma.tolist()
     c7 = ex.run_c7(cfg)
     assert (c7.fmss_status == np.where(c7.achievable, "optimal", "infeasible")).all()
+
+
+# ---------------------------------------------------------------------------------------------- instances added for controls
+def test_reversible_chains_are_ergodic_and_reversible():
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        Pr, mr = reversible_chain(12, rng, density=0.15)      # sparse: a disconnected W would be drawn often
+        assert reversibility_defect(Pr, mr) < 1e-14 and slem(Pr, mr) < 1 - 1e-9
+    P = random_ergodic_mdp(6, 3, 3, 0.05, rng)
+    Ppi = induced_chain(P, rng.dirichlet(np.ones(3), size=6))
+    assert reversibility_defect(Ppi, stationary(Ppi)) > 1e-6
+
+
+def test_random_target_certificate_is_a_witness_and_changes_no_draw(inst):
+    P = inst[0]
+    E, T = synth.constraint_matrices(P)
+    for mixed in (False, True):
+        mu = random_target(P, np.random.default_rng(9), mixed=mixed)
+        mu2, x = random_target(P, np.random.default_rng(9), mixed=mixed, certificate=True)
+        assert np.array_equal(mu, mu2) and x.min() >= 0
+        assert np.abs(E @ x - mu).sum() + np.abs(T @ x - mu).sum() < 1e-12
+
+
+def test_boundary_target_is_achievable_deterministic_and_not_achievable_under_noise():
+    rng = np.random.default_rng(11)
+    P = random_ergodic_mdp(8, 3, 3, 0.05, rng)
+    mu, x = boundary_target(P, rng)
+    assert abs(mu.sum() - 1) < 1e-12 and mu.min() >= 0.05 / 8 - 1e-12
+    assert ((x.reshape(8, 3) > 1e-12).sum(axis=1) == 1).all()          # a deterministic policy
+    pi = synth.policy_from_occupation(x, 8, 3)
+    assert np.abs(mu @ induced_chain(P, pi) - mu).sum() < 1e-9
+    assert fmss_convex(P, mu).status == "optimal"
+    from repro.fmss import min_stationarity_violation
+    eps = [min_stationarity_violation(sample_kernel(P, 300, np.random.default_rng(k)), mu) for k in range(5)]
+    assert sum(e > 1e-9 for e in eps) >= 3                               # usually outside the estimated set
+
+
+def test_search_check_reaches_the_path_optimum():
+    cfg = Config.from_profile("full")
+    df = ex.run_search_check(cfg, path_sizes=(5,))
+    assert df.start_gap.iloc[0] > 0.02 and df.final_gap.iloc[0] < 1e-3 and df.final_gap.iloc[0] > -1e-9
+
+
+# ---------------------------------------------------------------------------------------------- verdicts
+V = __import__("repro.fmss.verdicts", fromlist=["x"])
+
+K_PASS = {
+    "K1": {"FMSS solves": 40, "solves with status optimal": 40, "max ‖μᵀP_π − μᵀ‖₁": 1e-10,
+           "max |cvxpy value − σ(returned π)|": 1e-10, "MDPs": 20, "MDPs where FMSS has the smallest σ": 20,
+           "max σ(FMSS) − min σ(others)": -0.02},
+    "K2": {"graphs": 4, "max |FMSS − cos(π/n)| (paths)": 1e-9, "max |FMSS − FMMC SDP|": 1e-9,
+           "max |FMSS − FMSS symmetric|": 1e-9, "max |σ − SLEM| of FMSS's chain": 1e-9},
+    "K3": {"max stationarity error (feasible)": 1e-15, "median σ − SLEM (feasible)": 0.25,
+           "fewest LP vertices mixed on an MDP": 10, "max reversibility defect (reversible)": 1e-17,
+           "max SLEM (reversible)": 0.98, "min SLEM (reversible)": 0.5},
+    "K4": {"paths": 3, "max gap to cos(π/n) found": 0.005, "max gap to cos(π/n) at the start": 0.1,
+           "max ‖μᵀP_π − μᵀ‖₁ of search policies": 1e-10, "min SLEM(FMSS) − SLEM(search)": 0.07},
+    "K5": {"MDPs": 20, "MDPs with SLEM range ≥ 0.05": 20, "median SLEM range": 0.18, "min SLEM range": 0.1},
+    "K6": {"policies": 100, "violating the check with SLEM in place of σ": 97, "fraction violating": 0.97,
+           "max excess with SLEM": 3.5},
+    "K7": {"min TV at k (FMSS, LP vertex)": 2e-5, "max ‖μᵀP_π − μᵀ‖₁ (FMSS, LP vertex)": 1e-10, "ratio": 2e5},
+    "K8": {"policies": 100, "fraction with ≥ 5 fit points": 1.0, "fraction with |rate − σ| > 0.05": 1.0,
+           "fewest fit points": 10},
+    "K9": {"solves": 8, "solves with status optimal": 8, "Clarabel max stationarity error": 1e-13,
+           "SCS max stationarity error": 7e-6, "SCS max |value − Clarabel|": 4e-6, "SCS solves": 4},
+    "K10": {"model-error slope": -0.5, "min over fitted n of boundary draws with ε̂ > 0": 1.0,
+            "interior draws with ε̂ > 0": 0, "interior draws": 30, "min-slack solves": 60,
+            "min-slack solves with a policy": 60, "min-slack solves at reduced accuracy": 0, "σ* solves": 10,
+            "σ* solves optimal": 10},
+    "K11": {"achievable targets": 40, "max witness residual": 1e-16, "unachievable targets": 20,
+            "min inflow-bound violation": 0.2, "max inflow-bound violation (achievable)": -0.2},
+}
+K_FAIL = {   # one change each that must make the control fail
+    "K1": [("solves with status optimal", 39), ("max ‖μᵀP_π − μᵀ‖₁", 1e-6),
+           ("max |cvxpy value − σ(returned π)|", 1e-4), ("MDPs where FMSS has the smallest σ", 19)],
+    "K2": [("max |FMSS − cos(π/n)| (paths)", 1e-3), ("max |FMSS − FMMC SDP|", 1e-4),
+           ("max |FMSS − FMSS symmetric|", 1e-4), ("max |σ − SLEM| of FMSS's chain", 1e-4)],
+    "K3": [("max stationarity error (feasible)", 1e-6), ("median σ − SLEM (feasible)", 0.001),
+           ("fewest LP vertices mixed on an MDP", 1), ("max reversibility defect (reversible)", 1e-9),
+           ("max SLEM (reversible)", 1.0)],
+    "K4": [("max gap to cos(π/n) found", 0.02), ("max gap to cos(π/n) at the start", 0.01),
+           ("max ‖μᵀP_π − μᵀ‖₁ of search policies", 1e-4), ("min SLEM(FMSS) − SLEM(search)", -0.01)],
+    "K5": [("MDPs with SLEM range ≥ 0.05", 17)],
+    "K6": [("fraction violating", 0.1)],
+    "K7": [("ratio", 10.0)],
+    "K8": [("fraction with ≥ 5 fit points", 0.5), ("fraction with |rate − σ| > 0.05", 0.2)],
+    "K9": [("solves with status optimal", 7), ("Clarabel max stationarity error", 1e-6),
+           ("SCS max stationarity error", 1e-3), ("SCS max |value − Clarabel|", 1e-3)],
+    "K10": [("model-error slope", -0.2), ("model-error slope", -0.9),
+            ("min over fitted n of boundary draws with ε̂ > 0", 0.2), ("σ* solves optimal", 9),
+            ("min-slack solves with a policy", 59)],
+    "K11": [("max witness residual", 1e-6), ("min inflow-bound violation", 1e-5)],
+}
+
+
+@pytest.mark.parametrize("kid", sorted(K_PASS, key=lambda k: int(k[1:])))
+def test_each_control_passes_and_fails(kid):
+    fn = getattr(V, f"control_{kid.lower()}")
+    ok = fn(dict(K_PASS[kid]))
+    assert ok["holds"] is True and ok["reason"] == ""
+    for key, bad in K_FAIL[kid]:
+        r = fn({**K_PASS[kid], key: bad})
+        assert r["holds"] is False and r["reason"], (kid, key)
+
+
+def test_k9_without_scs_passes_on_clarabel_alone():
+    n = {**K_PASS["K9"], "SCS solves": 0, "SCS max stationarity error": float("nan"),
+         "SCS max |value − Clarabel|": float("nan")}
+    assert V.control_k9(n)["holds"] is True
+
+
+S1 = {"feasible policies": 200, "MDPs": 10, "min σ − SLEM (feasible)": 0.07, "median σ − SLEM (feasible)": 0.25,
+      "max stationarity error (feasible)": 1e-15, "reversible chains": 200, "max |σ − SLEM| (reversible)": 3e-15}
+S2 = {"MDPs": 20, "FMSS below LP vertex": 19, "median reduction vs LP vertex": 0.17, "FMSS below max-entropy": 12,
+      "median reduction vs max-entropy": 0.02, "FMSS has the smallest σ (sanity)": 20, "median σ − SLEM of FMSS": 0.14,
+      "mean SLEM(LP vertex) − SLEM(FMSS) [95% CI]": "0.06 [0.03, 0.09]: FMSS better",
+      "mean SLEM(max-entropy) − SLEM(FMSS) [95% CI]": "0.01 [-0.01, 0.03]: FMSS no measurable difference"}
+S3 = {"median gap": 0.03, "gap quartiles": [0.01, 0.05], "gap range": [0.0, 0.1], "MDPs with gap ≤ 0.05": 15,
+      "MDPs": 20, "best start was FMSS's": 3}
+S4 = {"policies": 100, "max χ² excess over the bound": -1e-20, "FMSS TV below LP vertex": 17, "MDPs": 20,
+      "median TV ratio FMSS/LP vertex": 0.1, "max |rate − SLEM|": 0.04, "rate exceptions": 0,
+      "unexplained exceptions": 0, "exception list": []}
+S5 = {"CLARABEL S max": 40, "CLARABEL CPU s at S max": 8.0, "CLARABEL wall s at S max": 20.0,
+      "CLARABEL log–log slope": 3.8, "SCS S max": 60, "SCS CPU s at S max": 2.7, "SCS wall s at S max": 9.0,
+      "SCS log–log slope": 2.5, "SCS max |value − Clarabel|": 4e-6, "SCS max stationarity error": 7e-6,
+      "Clarabel max stationarity error": 1e-13}
+
+
+def _s6(regime: str, **kw) -> dict:
+    base = {"regime": regime, "mode": "min_slack", "sizes in the fit": 5, "seeds": 5, "slope ‖μ_π̂ − μ‖₁": -0.5,
+            "slope CI (bootstrap over seeds)": [-0.6, -0.4], "slope |σ̂ − σ*|": -0.4, "slope |σ̂ − σ*| CI": [-0.6, -0.2],
+            "theory-slack coverage of x*": 1.0, "draws": 30, "theory-slack slope ‖μ_π̂ − μ‖₁": -0.1,
+            "theory-slack mean ‖μ_π̂ − μ‖₁ at largest n": 0.1, "min-slack draws with ε̂ > 0": 30,
+            "min-slack draws": 30, "plug-in infeasible draws": 30}
+    return {**base, **kw}
+
+
+S7 = {"unachievable targets": 20, "reported infeasible": 20, "policies returned for them": 0, "achievable targets": 40,
+      "achievable reported infeasible": 0, "achievable solved": 40, "LP agrees": True}
+
+
+@pytest.mark.parametrize("name, call_ok, call_bad", [
+    ("C1", lambda: V.claim_c1(S1), lambda: V.claim_c1({**S1, "min σ − SLEM (feasible)": -1e-6})),
+    ("C1 reversible", lambda: V.claim_c1(S1), lambda: V.claim_c1({**S1, "max |σ − SLEM| (reversible)": 1e-4})),
+    ("C2a count", lambda: V.claim_c2a(S2), lambda: V.claim_c2a({**S2, "FMSS below LP vertex": 17})),
+    ("C2a reduction", lambda: V.claim_c2a(S2), lambda: V.claim_c2a({**S2, "median reduction vs LP vertex": 0.09})),
+    ("C2b", lambda: V.claim_c2b(S2), lambda: V.claim_c2b({**S2, "FMSS below max-entropy": 9})),
+    ("C3", lambda: V.claim_c3(S3, 20, True), lambda: V.claim_c3({**S3, "median gap": 0.051}, 20, True)),
+    ("C4a", lambda: V.claim_c4a(S4), lambda: V.claim_c4a({**S4, "max χ² excess over the bound": 1e-9})),
+    ("C4b", lambda: V.claim_c4b(S4), lambda: V.claim_c4b({**S4, "FMSS TV below LP vertex": 15})),
+    ("C4c", lambda: V.claim_c4c(S4), lambda: V.claim_c4c({**S4, "unexplained exceptions": 1,
+                                                            "exception list": ["MDP 3 FMSS: SLEM 0.4, rate 0.5"]})),
+    ("C5", lambda: V.claim_c5(S5, True), lambda: V.claim_c5({**S5, "CLARABEL CPU s at S max": 25.0}, True)),
+    ("C5 scs", lambda: V.claim_c5(S5, True), lambda: V.claim_c5({**S5, "SCS CPU s at S max": 21.0}, True)),
+    ("C6 rate", lambda: V.claim_c6([_s6("interior"), _s6("boundary")]),
+     lambda: V.claim_c6([_s6("interior"), _s6("boundary", **{"slope ‖μ_π̂ − μ‖₁": -0.2})])),
+    ("C6 gap", lambda: V.claim_c6([_s6("interior"), _s6("boundary")]),
+     lambda: V.claim_c6([_s6("interior", **{"slope |σ̂ − σ*|": 0.05}), _s6("boundary")])),
+    ("C6 coverage", lambda: V.claim_c6([_s6("interior"), _s6("boundary")]),
+     lambda: V.claim_c6([_s6("interior"), _s6("boundary", **{"theory-slack coverage of x*": 0.9})])),
+    ("C7", lambda: V.claim_c7(S7), lambda: V.claim_c7({**S7, "reported infeasible": 19})),
+    ("C7 achievable", lambda: V.claim_c7(S7), lambda: V.claim_c7({**S7, "achievable reported infeasible": 1})),
+])
+def test_each_claim_holds_and_fails(name, call_ok, call_bad):
+    ok, bad = call_ok(), call_bad()
+    assert ok["holds"] is True and not ok["reason"] and not ok.get("inconclusive")
+    assert bad["holds"] is False and bad["reason"] and not bad.get("inconclusive"), bad
+
+
+def test_claims_are_inconclusive_below_the_card_scale():
+    small = {**S2, "MDPs": 3}
+    assert V.claim_c2a(small)["inconclusive"] and V.claim_c2b(small)["inconclusive"]
+    assert V.claim_c4b({**S4, "MDPs": 3})["inconclusive"]
+    assert V.claim_c3(S3, 3, True)["inconclusive"] and V.claim_c3(S3, 20, False)["inconclusive"]
+    assert V.claim_c5(S5, False)["inconclusive"] and V.claim_c5(S5, False)["holds"] is None
+    assert V.claim_c6([_s6("interior", **{"sizes in the fit": 1})])["inconclusive"]
+
+
+def test_a_failed_control_makes_its_claims_inconclusive():
+    ledger = Ledger(Config.from_profile("smoke"), CLAIMS, controls=CONTROLS)
+    for kid in CONTROLS:
+        ledger.control(kid, **getattr(V, f"control_{kid.lower()}")(K_PASS[kid]))
+    ledger.control("K4", **V.control_k4({**K_PASS["K4"], "max gap to cos(π/n) found": 0.05}))
+    ledger.record("C3", **V.claim_c3(S3, 20, True), needs=NEEDS["C3"])
+    ledger.record("C1", **V.claim_c1(S1), needs=NEEDS["C1"])
+    assert ledger.verdict("K4") == "failed" and ledger.verdict("C3") == "inconclusive"
+    assert "control K4 failed" in ledger.claims["C3"].reason and ledger.verdict("C1") == "holds"
+
+
+def test_control_numbers_from_a_tiny_run():
+    cfg = Config.from_profile("smoke", n_mdps=2, n_restarts=2, maxfev=200, c1_mdps=2, c1_policies=6,
+                              sv_n_list=(100, 1000), sv_slope_min_n=100)
+    c2, _ = ex.run_c2(cfg)
+    c1, c7, sv, sc = ex.run_c1(cfg), ex.run_c7(cfg), ex.run_sv(cfg), ex.run_scaling(cfg)
+    for fn, args in ((V.control_k1, ex.numbers_k1(c2)), (V.control_k3, ex.numbers_k3(c1)),
+                     (V.control_k5, ex.numbers_k5(c2)), (V.control_k6, ex.numbers_k6(c2)),
+                     (V.control_k7, ex.numbers_k7(c2)), (V.control_k8, ex.numbers_k8(c2)),
+                     (V.control_k9, ex.numbers_k9(sc)), (V.control_k10, ex.numbers_k10(sv, 100)),
+                     (V.control_k11, ex.numbers_k11(c7))):
+        r = fn(args)
+        assert isinstance(r["holds"], bool) and set(r) == {"holds", "threshold", "numbers", "reason"}
+    assert V.control_k1(ex.numbers_k1(c2))["holds"] and V.control_k11(ex.numbers_k11(c7))["holds"]
+    k10 = ex.numbers_k10(sv, 100)
+    assert k10["interior draws"] == 2 and 0 <= k10["min over fitted n of boundary draws with ε̂ > 0"] <= 1
+    assert set(sv.regime) == set(ex.SV_REGIMES)

@@ -74,3 +74,16 @@ class Config(BaseConfig):
             self.fail("fit_k_min", f"must be < horizon ({self.horizon}); got {self.fit_k_min}")
         if self.c1_policies < self.c1_mdps:
             self.fail("c1_policies", f"must be >= c1_mdps ({self.c1_mdps}); got {self.c1_policies}")
+
+
+def knob_table():
+    """The chapter's knobs with their ``full`` and ``smoke`` values as text (``1e-6``, not a float that a
+    table's display precision rounds to ``0.0``), their allowed range and meaning."""
+    import pandas as pd
+
+    from repro.common import fmt_value
+
+    df = pd.DataFrame(Config.describe()).set_index("name").drop(index="profile")
+    for col in ("full", "smoke"):
+        df[col] = [fmt_value(v) for v in df[col]]
+    return df[["type", "full", "smoke", "allowed", "doc"]]

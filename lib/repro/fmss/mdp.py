@@ -23,7 +23,7 @@ import numpy as np
 __all__ = [
     "random_ergodic_mdp", "random_policy", "random_target", "gridworld", "biased_grid_policy", "graph_mdp",
     "path_graph", "induced_chain", "stationary", "slem", "surrogate", "surrogate_matrix", "tv_curve",
-    "chi2_curve", "reversible_chain", "eigen_condition", "max_inflow",
+    "chi2_curve", "reversible_chain", "eigen_condition", "max_inflow", "boundary_target", "reversibility_defect",
 ]
 
 
@@ -49,23 +49,54 @@ def random_policy(S: int, A: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def random_target(P: np.ndarray, rng: np.random.Generator, *, min_mu: float = 1e-3,
-                  mixed: bool = False, max_tries: int = 1000) -> np.ndarray:
+                  mixed: bool = False, max_tries: int = 1000, certificate: bool = False):
     """An achievable target: the stationary law of a random policy π₀ (resampled until min μ ≥ ``min_mu``).
 
     ``mixed=True`` returns ½(μ_{π₀} + μ_{π₀'}) for two random policies: achievable too, because the set
     of achievable steady states is convex (it is a projection of the occupation polytope).
+    ``certificate=True`` returns ``(μ, x)`` with x an occupation measure that achieves μ (x = μ_{π₀}·π₀, or the
+    average of the two for a mixture): a witness of achievability that does not rely on any solver. The random
+    draws are the same either way.
     """
     S, A, _ = P.shape
 
-    def one() -> np.ndarray:
+    def one() -> tuple[np.ndarray, np.ndarray]:
         for _ in range(max_tries):
-            mu = stationary(induced_chain(P, random_policy(S, A, rng)))
+            pi0 = random_policy(S, A, rng)
+            mu = stationary(induced_chain(P, pi0))
             if mu.min() >= min_mu:
-                return mu
+                return mu, (mu[:, None] * pi0).ravel()
         raise RuntimeError(f"no random policy gave min μ >= {min_mu} in {max_tries} tries")
 
-    mu = one()
-    return 0.5 * (mu + one()) if mixed else mu
+    mu, x = one()
+    if mixed:
+        mu2, x2 = one()
+        mu, x = 0.5 * (mu + mu2), 0.5 * (x + x2)
+    return (mu, x) if certificate else mu
+
+
+def boundary_target(P: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A target on the *boundary* of the achievable set: the steady state maximising cᵀμ for a Gaussian c.
+
+    It is the stationary law of a deterministic policy (a vertex of the stationary occupation polytope
+    {x ≥ 0 : Σ_a x(s',a) = Σ_{s,a} x(s,a)P(s'|s,a), 1ᵀx = 1}), found by an LP (HiGHS dual simplex). A perturbed
+    model P̂ then usually cannot sustain it, which is the regime where FMSS-SV's min-slack phase is exercised
+    (ε̂ > 0); with the ε-uniform mixing of :func:`random_ergodic_mdp` every μ(s) ≥ ε/S. Returns (μ, x).
+    """
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    S, A, _ = P.shape
+    c = rng.standard_normal(S)
+    E = sp.kron(sp.eye(S), np.ones((1, A)), format="csr")
+    T = sp.csr_matrix(P.reshape(S * A, S).T)
+    A_eq = sp.vstack([E - T, sp.csr_matrix(np.ones((1, S * A)))]).tocsr()
+    res = linprog(-np.repeat(c, A), A_eq=A_eq, b_eq=np.r_[np.zeros(S), 1.0], bounds=(0, None), method="highs-ds")
+    if res.status != 0:
+        raise RuntimeError(f"boundary-target LP failed: {res.message}")
+    x = np.clip(res.x, 0.0, None)
+    x = x / x.sum()
+    return x.reshape(S, A).sum(axis=1), x
 
 
 def gridworld(n: int = 5, slip: float = 0.1) -> np.ndarray:
@@ -138,14 +169,31 @@ def path_graph(n: int) -> np.ndarray:
     return adj
 
 
-def reversible_chain(S: int, rng: np.random.Generator, density: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+def reversible_chain(S: int, rng: np.random.Generator, density: float = 0.5,
+                     max_tries: int = 1000) -> tuple[np.ndarray, np.ndarray]:
     """A μ-reversible chain ``P = D⁻¹W`` with W symmetric non-negative (random sparsity plus the diagonal),
-    D = diag(W1); its stationary law is μ = W1 / 1ᵀW1. Returns (P, μ)."""
-    W = rng.exponential(size=(S, S)) * (rng.random((S, S)) < density)
-    W = np.triu(W, 1)
-    W = W + W.T + np.diag(rng.exponential(size=S))
-    d = W.sum(axis=1)
-    return W / d[:, None], d / d.sum()
+    D = diag(W1); its stationary law is μ = W1 / 1ᵀW1. Returns (P, μ).
+
+    W is resampled until its graph is connected: a disconnected W gives a reducible chain with SLEM = σ = 1,
+    an equality that tests nothing (C1's control K3 checks that every chain is ergodic)."""
+    for _ in range(max_tries):
+        W = rng.exponential(size=(S, S)) * (rng.random((S, S)) < density)
+        W = np.triu(W, 1)
+        W = W + W.T + np.diag(rng.exponential(size=S))
+        if _connected(W > 0):                 # irreducible (the diagonal makes it aperiodic): SLEM < 1
+            d = W.sum(axis=1)
+            return W / d[:, None], d / d.sum()
+    raise RuntimeError(f"no connected random graph with density {density} in {max_tries} tries")
+
+
+def _connected(adj: np.ndarray) -> bool:
+    """Whether the undirected graph ``adj`` is connected (breadth-first search from node 0)."""
+    seen, frontier = np.zeros(len(adj), bool), np.zeros(len(adj), bool)
+    seen[0] = frontier[0] = True
+    while frontier.any():
+        frontier = adj[frontier].any(axis=0) & ~seen
+        seen |= frontier
+    return bool(seen.all())
 
 
 # ---------------------------------------------------------------------------------------------- chains
@@ -213,6 +261,12 @@ def _eig_left_right(M: np.ndarray):
     vl = vl / np.linalg.norm(vl, axis=0)
     vr = vr / np.linalg.norm(vr, axis=0)
     return w, vl, vr
+
+
+def reversibility_defect(Ppi: np.ndarray, mu: np.ndarray) -> float:
+    """max |μ(s)P(s,s') − μ(s')P(s',s)|: zero exactly for μ-reversible chains (detailed balance)."""
+    F = mu[:, None] * Ppi
+    return float(np.abs(F - F.T).max())
 
 
 def max_inflow(P: np.ndarray) -> np.ndarray:
