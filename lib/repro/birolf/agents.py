@@ -11,16 +11,22 @@ Algorithm; the constants are those of the authors' agents, ``cfg.py`` of github.
 5. imputation Lasso Φ̌ (λ_imp,t = c_imp·2σκ_xκ_y√(2t log(2MNt²/δ))), FISTA warm-started, ≤ 200 iterations;
 6. DR pseudo-reward matrix R̃_t = X̃Φ̌Ỹᵀ + (1/p)(r_t − x̃_iᵀΦ̌ỹ_j) e_i e_jᵀ (:func:`dr_pseudo_rewards`);
 7. B ← running mean of X̃ᵀR̃_τỸ = G_xΦ̌G_y + (1/p)(r − x̃_iᵀΦ̌ỹ_j) x̃_i ỹ_jᵀ (each term with that round's Φ̌, as
-   the authors' code), μ = λ_main,t/Γ with λ_main,t = c_main·(4σκ_xκ_y/p)√(2t log(2MNt²/δ));
-8. Φ̂ by :func:`~repro.birolf.solvers.solve_main_blockwise` (or the full-matrix FISTA, ``blockwise=False``).
+   the authors' code; ``reimpute=True`` is the ablation that rebuilds B from every matched round with the
+   current Φ̌), μ = λ_main,t/Γ with λ_main,t = c_main·(4σκ_xκ_y/p)√(2t log(2MNt²/δ));
+8. Φ̂ by :func:`~repro.birolf.solvers.solve_main_blockwise` (or the full-matrix FISTA, ``blockwise=False``),
+   every FISTA loop run until the KKT residual is ≤ 1e-5·max|B_t| (the card's in-loop accuracy; the authors'
+   fixed caps 100/50/50 leave some updates above it, ``kkt_rel=None`` restores them).
 
 Baselines (card *Baselines*; each from its own paper, configured as in the authors' code):
 :class:`RoLF` (the linear predecessor on Kronecker features of the augmented bases, dimension MN; its vector
 Lassos are evaluated through the identity (A ⊗ C) vec Φ = vec(A Φ C), i.e. without forming the MN × MN
 matrix, which gives the same iterates), :class:`LinUCB` (Li et al. 2010), :class:`OFUL` (Abbasi-Yadkori et
 al. 2011), :class:`LinTS` (Agrawal & Goyal 2013), :class:`DRLassoBandit` (Kim & Paik 2019),
-:class:`ESTRLowOFUL` (Jun et al. 2019), :class:`UCBDelta` (no features) and the :class:`Oracle`
-(always the best pair; its regret is exactly zero — a test of the bookkeeping).
+:class:`ESTRLowOFUL` (Jun et al. 2019), :class:`UCBDelta` (no features), :class:`UCBDeltaCode` (the
+authors' ``UCBDelta``, whose bonuses live in an integer array and are truncated) and the :class:`Oracle`
+(always the best pair; its regret is exactly zero — a test of the bookkeeping). ``oful_true`` is
+:class:`OFUL` on the *true* Kronecker features x*_i ⊗ y*_j (a correctly specified model that knows the latent
+features): a positive control, not a baseline of the paper.
 """
 from __future__ import annotations
 
@@ -33,13 +39,16 @@ from .solvers import (CODE_CAPS, ImputeLipschitz, fista_impute, fista_matrix, fi
                       solve_main_blockwise, solve_main_full)
 
 __all__ = ["Agent", "BiRoLF", "RoLF", "LinUCB", "OFUL", "LinTS", "DRLassoBandit", "ESTRLowOFUL", "UCBDelta",
-           "Oracle", "rho_t", "resample_pseudo_action", "dr_pseudo_rewards", "dr_expected", "chosen_distribution", "kron_features", "make_agent",
+           "UCBDeltaCode", "Oracle", "rho_t", "resample_pseudo_action", "dr_pseudo_rewards", "dr_expected", "chosen_distribution", "kron_features", "make_agent",
            "AGENT_LABELS"]
+
+KKT_CAP = 100_000   # iteration cap per FISTA loop when the main Lasso is solved to a KKT target
 
 AGENT_LABELS = {
     "birolf": "BiRoLF", "birolf_full": "BiRoLF (full-matrix FISTA)", "rolf": "RoLF", "linucb": "LinUCB-Kron",
     "oful": "OFUL-Kron", "lints": "LinTS-Kron", "dr_lasso": "DR-Lasso-Kron", "estr_lowoful": "ESTR+LowOFUL",
-    "ucb": "UCB(δ)", "oracle": "Oracle",
+    "ucb": "UCB(δ)", "ucb_code": "UCB(δ) as in the authors' code (integer bonus)",
+    "oful_true": "OFUL on the true features (oracle features)", "oracle": "Oracle",
 }
 
 
@@ -159,9 +168,12 @@ class BiRoLF(_Matched):
 
     def __init__(self, inst: BilinearInstance, *, sigma: float, delta: float, p: float, lam_c_impute: float,
                  lam_c_main: float, explore_rounds: int, rng: np.random.Generator, blockwise: bool = True,
-                 impute_iters: int = 200, tol: float = 1e-6, record: bool = False, backend: str = "auto") -> None:
+                 impute_iters: int = 200, tol: float = 1e-6, record: bool = False, backend: str = "auto",
+                 reimpute: bool = False, kkt_rel: float | None = 1e-5) -> None:
         super().__init__(inst, p, delta, explore_rounds, rng)
+        self.kkt_rel = kkt_rel
         self.sigma, self.c_imp, self.c_main = sigma, lam_c_impute, lam_c_main
+        self.reimpute = reimpute
         self.blockwise, self.impute_iters, self.tol, self.backend = blockwise, impute_iters, tol, backend
         self.Xa, self.Ya, self.dx, self.dy = inst.X_aug, inst.Y_aug, inst.d_x, inst.d_y
         self.Gxo, self.Gyo = gram_blocks(self.Xa, self.dx), gram_blocks(self.Ya, self.dy)
@@ -182,6 +194,7 @@ class BiRoLF(_Matched):
         self.Gamma = 0
         self.impute_iter_total = 0
         self.main_iter_total = 0
+        self.main_kkt_max = 0.0      # largest in-loop KKT residual / max|B_t| reported by the solver
         self.record = record
         self.trace: list[tuple[np.ndarray, float]] = []
 
@@ -203,24 +216,37 @@ class BiRoLF(_Matched):
                                           self.impute_iters, self.tol, self.backend)
         self.impute_iter_total += it
         # X̃ᵀ R̃_t Ỹ = G_x Φ̌ G_y + α x̃_i ỹ_jᵀ,  α = (r − x̃_iᵀΦ̌ỹ_j)/p
-        xi, yj = self.Xa[i], self.Ya[j]
-        alpha = (r - float(xi @ self.Phi_check @ yj)) / self.p
-        term = self.Gx @ self.Phi_check @ self.Gy + alpha * np.outer(xi, yj)
         self.Gamma += 1
-        self.B += (term - self.B) / self.Gamma
+        if self.reimpute:
+            # ablation: every past matched round re-imputed with the current Φ̌ (as RoLF's main estimator does):
+            # B = G_xΦ̌G_y + (1/(pΓ)) X̃ᵀ(S − N ⊙ X̃Φ̌Ỹᵀ)Ỹ
+            P = self.Xa @ self.Phi_check @ self.Ya.T
+            self.B = self.Gx @ self.Phi_check @ self.Gy \
+                + (self.Xa.T @ (self.S - self.Ncnt * P) @ self.Ya) / (self.p * self.Gamma)
+        else:
+            xi, yj = self.Xa[i], self.Ya[j]
+            alpha = (r - float(xi @ self.Phi_check @ yj)) / self.p
+            term = self.Gx @ self.Phi_check @ self.Gy + alpha * np.outer(xi, yj)
+            self.B += (term - self.B) / self.Gamma
         mu = lam_main / self.Gamma
         if self.record:
             self.trace.append((self.B.copy(), mu))
+        if self.kkt_rel is None:     # the authors' fixed caps and step tolerance
+            caps, full_cap, tol, ktol = (CODE_CAPS["oo"], CODE_CAPS["ou"], CODE_CAPS["uo"]), CODE_CAPS["full"], self.tol, 0.0
+        else:                        # solved to KKT <= kkt_rel · max|B_t| (the card's in-loop accuracy)
+            caps, full_cap, tol = (KKT_CAP,) * 3, KKT_CAP, 0.0
+            ktol = self.kkt_rel * float(np.abs(self.B).max())
         if self.blockwise:
             self.Phi_hat, info = solve_main_blockwise(
-                self.B, self.Gxo, self.Gyo, mu, self.dx, self.dy, self.Phi_hat,
-                caps=(CODE_CAPS["oo"], CODE_CAPS["ou"], CODE_CAPS["uo"]), tol=self.tol,
+                self.B, self.Gxo, self.Gyo, mu, self.dx, self.dy, self.Phi_hat, caps=caps, tol=tol, kkt_tol=ktol,
                 lam_x=self.lam_x, lam_y=self.lam_y, backend=self.backend)
         else:
             self.Phi_hat, info = solve_main_full(self.B, self.Gx, self.Gy, mu, self.Phi_hat,
-                                                 max_iter=CODE_CAPS["full"], tol=self.tol,
+                                                 max_iter=full_cap, tol=tol, kkt_tol=ktol,
                                                  lam_x=max(self.lam_x, 1.0), lam_y=max(self.lam_y, 1.0),
                                                  backend=self.backend)
+        self.main_kkt_max = max(self.main_kkt_max, info.kkt / max(float(np.abs(self.B).max()), 1e-300)) \
+            if ktol > 0 else self.main_kkt_max
         self.main_iter_total += sum(info.iters.values())
         self.scores = self.Xa @ self.Phi_hat @ self.Ya.T
 
@@ -515,6 +541,37 @@ class UCBDelta(Agent):
         self.q[a] += (r - self.q[a]) / self.n[a]
 
 
+class UCBDeltaCode(UCBDelta):
+    """UCB(δ) exactly as the authors' code computes it (``UCBDelta`` in their ``models.py``).
+
+    Their bonuses live in an *integer* array (initialised with ``np.iinfo(np.int32).max``, the "unpulled" value),
+    so each assignment of √(2 ln(1/δ)/n_a) is truncated towards zero: at δ = 0.1 the bonus after n = 1, 2, 3, 4
+    pulls is 2, 1, 1, 1 and from n = 5 on it is 0 — the policy is greedy on the sample means after about five
+    pulls per arm. Kept as a separate agent so that the chapter can be held against the authors' numbers; the
+    correct index policy is :class:`UCBDelta`.
+    """
+
+    name = "ucb_code"
+
+    def __init__(self, M: int, N: int, *, delta: float, rng: np.random.Generator) -> None:
+        super().__init__(M, N, delta=delta, rng=rng)
+        self.delta = delta
+        self.bonus = np.full(M * N, np.iinfo(np.int32).max, dtype=np.int64)
+
+    @staticmethod
+    def truncated_bonus(n: int, delta: float) -> int:
+        """The value the authors' integer array stores after the n-th pull: int(√(2 ln(1/δ)/n))."""
+        return int(math.sqrt(2.0 * math.log(1.0 / delta) / n))
+
+    def choose(self) -> tuple[int, int]:
+        return divmod(_argmax_random(self.q + self.bonus, self.rng), self.N)
+
+    def update(self, i: int, j: int, r: float) -> None:
+        a = i * self.N + j
+        super().update(i, j, r)
+        self.bonus[a] = self.truncated_bonus(int(self.n[a]), self.delta)
+
+
 class Oracle(Agent):
     """Always pulls argmax R̄ (knows the answer): zero regret by construction."""
 
@@ -532,17 +589,26 @@ class Oracle(Agent):
 
 def make_agent(name: str, inst: BilinearInstance, rng: np.random.Generator, *, p: float, delta: float,
                sigma: float, lam_c_impute: float, lam_c_main: float, explore_mult: int,
-               backend: str = "auto") -> Agent:
-    """Build agent ``name`` for ``inst`` with the chapter's constants (card *Baselines*)."""
+               backend: str = "auto", reimpute: bool = False, kkt_rel: float | None = 1e-5) -> Agent:
+    """Build agent ``name`` for ``inst`` with the chapter's constants (card *Baselines*).
+
+    BiRoLF's own options: ``reimpute`` (ablation: rebuild B_t from every matched round with the current Φ̌)
+    and ``kkt_rel`` (solve the main Lasso to KKT ≤ kkt_rel·max|B_t|; ``None``: the authors' fixed caps).
+    """
     explore = explore_mult * inst.M * inst.N
     if name in ("birolf", "birolf_full"):
         return BiRoLF(inst, sigma=sigma, delta=delta, p=p, lam_c_impute=lam_c_impute, lam_c_main=lam_c_main,
-                      explore_rounds=explore, rng=rng, blockwise=name == "birolf", backend=backend)
+                      explore_rounds=explore, rng=rng, blockwise=name == "birolf", backend=backend,
+                      reimpute=reimpute, kkt_rel=kkt_rel)
     if name == "rolf":
         return RoLF(inst, sigma=sigma, delta=delta, p=p, lam_c_impute=lam_c_impute, lam_c_main=lam_c_main,
                     explore_rounds=explore, rng=rng, backend=backend)
     if name == "ucb":
         return UCBDelta(inst.M, inst.N, delta=delta, rng=rng)
+    if name == "ucb_code":
+        return UCBDeltaCode(inst.M, inst.N, delta=delta, rng=rng)
+    if name == "oful_true":
+        return OFUL(kron_features(inst.X_star, inst.Y_star), inst.N, sigma=sigma, delta=delta, rng=rng)
     if name == "oracle":
         return Oracle(inst)
     if name == "estr_lowoful":

@@ -13,12 +13,14 @@ from typing import ClassVar, Literal
 
 from repro.common import BaseConfig, knob
 
-AgentName = Literal["birolf", "rolf", "linucb", "oful", "lints", "dr_lasso", "estr_lowoful", "ucb"]
-ALL_AGENTS: tuple[str, ...] = ("birolf", "rolf", "linucb", "oful", "lints", "dr_lasso", "estr_lowoful", "ucb")
+AgentName = Literal["birolf", "rolf", "linucb", "oful", "lints", "dr_lasso", "estr_lowoful", "ucb", "ucb_code"]
+# the card's eight agents, plus UCB(δ) exactly as the authors' code computes it (integer bonus; issue 12)
+ALL_AGENTS: tuple[str, ...] = ("birolf", "rolf", "linucb", "oful", "lints", "dr_lasso", "estr_lowoful", "ucb",
+                               "ucb_code")
 
 SMOKE = dict(
     n_seeds=2, T=150, M=5, N=5, d_x_star=4, d_y_star=4, d_x=3, d_y=3,
-    agents=("birolf", "linucb", "oful", "dr_lasso"),
+    agents=("birolf", "linucb", "oful", "dr_lasso", "ucb", "ucb_code"),
     timing_sizes=(5, 10), timing_updates=20, default_T=150, c3_size=8, c3_instances=3,
 )
 

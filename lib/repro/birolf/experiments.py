@@ -20,7 +20,7 @@ from .run import Setting
 from .solvers import (CODE_CAPS, kkt_residual, solve_main_blockwise, solve_main_cvxpy, solve_main_full)
 
 __all__ = ["exactness_instance", "exactness_check", "MainSequence", "record_main_sequence", "time_main_solvers",
-           "C3_KKT_REL", "C3_CAP"]
+           "C3_KKT_REL", "C3_CAP", "inloop_exactness", "latent_structure", "authors_default_numbers"]
 
 C3_KKT_REL = 1e-9      # both iterative solvers run to KKT <= 1e-9 · max|B|
 C3_CAP = 100_000       # iteration cap per FISTA loop
@@ -157,5 +157,75 @@ def time_main_solvers(seq: MainSequence, kkt_tol: float, repeats: int = 3, backe
                 "kkt_rel_max": float(kkt_rel.max()),
                 "iters_per_update": float(np.mean(iters)),
                 "final": sols[-1],
+                "bmax_final": float(np.abs(seq.Bs[-1]).max()),
             }
     return out
+
+
+def inloop_exactness(setting: Setting, seed: int, n_check: int = 10, kkt_rel: float | None = 1e-5) -> dict:
+    """Is BiRoLF's in-loop main estimate the argmin of its objective? (control K1)
+
+    Runs BiRoLF on trial 0 of ``setting`` for its whole horizon, keeping every main problem (B_t, μ_t) and the
+    estimate Φ̂_t the loop returned; computes the KKT residual of every Φ̂_t relative to max|B_t| and, on
+    ``n_check`` evenly spaced updates, the largest entry of |Φ̂_t − Φ_cvxpy| relative to max|B_t|.
+    ``kkt_rel=None`` replays the authors' fixed caps (100/50/50 iterations, step tolerance 1e-6) instead.
+    """
+    from .solvers import kkt_residual, solve_main_cvxpy
+
+    inst, noise = setting.instance(seed, 0)
+    agent = setting.agent("birolf", inst, seed, 0, kkt_rel=kkt_rel)
+    agent.record = True
+    R = inst.R_bar
+    phis = []
+    for t in range(setting.T):
+        i, j = agent.choose()
+        agent.update(i, j, float(R[i, j] + noise[t]))
+        if agent.matched:
+            phis.append(agent.Phi_hat.copy())
+    scale = [float(np.abs(B).max()) for B, _ in agent.trace]
+    kkt = np.array([kkt_residual(agent.Gx, agent.Gy, B, P, mu) / s
+                    for (B, mu), P, s in zip(agent.trace, phis, scale)])
+    idx = np.unique(np.linspace(0, len(phis) - 1, min(n_check, len(phis))).astype(int))
+    diff = [float(np.abs(phis[k] - solve_main_cvxpy(agent.trace[k][0], inst.X_aug, inst.Y_aug,
+                                                     agent.trace[k][1])).max()) / scale[k] for k in idx]
+    return {"updates": int(len(phis)), "kkt_rel_max": float(kkt.max()), "kkt_rel_median": float(np.median(kkt)),
+            "frac_above_1e-5": float(np.mean(kkt > 1e-5)), "checked": int(len(idx)),
+            "cvxpy_rel_max": float(max(diff))}
+
+
+def latent_structure(setting: Setting, seed: int, n_seeds: int) -> dict:
+    """How much of each instance lies outside the observed features (control K2), per seed.
+
+    ``complement_share``: ‖Φ*_ou, Φ*_uo, Φ*_uu‖_F / ‖Φ*‖_F, the part of the effective parameter that lives in the
+    orthogonal-complement coordinates (zero when nothing is hidden). ``kron_residual``: the relative residual
+    ‖R̄ − R̂‖_F / ‖R̄‖_F of the least-squares fit of R̄ on the observed Kronecker features x_i ⊗ y_j — how
+    misspecified the Kronecker baselines' model is even with noiseless, complete data.
+    """
+    from .agents import kron_features
+
+    share, resid = [], []
+    for s in range(n_seeds):
+        inst, _ = setting.instance(seed, s)
+        dx, dy = inst.d_x, inst.d_y
+        # Φ* through the exact inverse X̃⁻¹ = [(XXᵀ)⁻¹X ; B_xᵀ] (rows), so that a zero complement part comes out
+        # as zero to rounding (B_xᵀR̄ = 0 when nothing is hidden) instead of to the accuracy of a general solve
+        Xi = np.vstack([np.linalg.solve(inst.X @ inst.X.T, inst.X), inst.X_aug[:, dx:].T])
+        Yi = np.vstack([np.linalg.solve(inst.Y @ inst.Y.T, inst.Y), inst.Y_aug[:, dy:].T])
+        P = Xi @ inst.R_bar @ Yi.T
+        total = float(np.linalg.norm(P))
+        comp = np.sqrt(np.linalg.norm(P[dx:, :]) ** 2 + np.linalg.norm(P[:dx, dy:]) ** 2)   # ou, uo, uu blocks
+        share.append(float(comp) / total)
+        Z = kron_features(inst.X, inst.Y)
+        r = inst.R_bar.ravel()
+        coef, *_ = np.linalg.lstsq(Z, r, rcond=None)
+        resid.append(float(np.linalg.norm(r - Z @ coef) / np.linalg.norm(r)))
+    return {"complement_share": np.array(share), "kron_residual": np.array(resid)}
+
+
+def authors_default_numbers():
+    """The authors' code's R(T) at its default setting (data/birolf/authors_code_defaults.csv; see data/README.md)."""
+    import pandas as pd
+
+    from repro.common.paths import REPO_ROOT
+
+    return pd.read_csv(REPO_ROOT / "data" / "birolf" / "authors_code_defaults.csv", comment="#")

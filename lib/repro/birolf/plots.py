@@ -18,6 +18,7 @@ AGENT_STYLE = {
     "birolf": (style.PALETTE[0], "-"), "oful": (style.PALETTE[1], "-"), "linucb": (style.PALETTE[2], "-"),
     "rolf": (style.PALETTE[3], "-"), "lints": (style.PALETTE[4], "-."), "ucb": (style.PALETTE[5], "--"),
     "dr_lasso": (style.PALETTE[6], ":"), "estr_lowoful": (style.PALETTE[7], "-"),
+    "ucb_code": (style.PALETTE[5], ":"), "oful_true": (style.PALETTE[1], "--"),
 }
 
 

@@ -7,7 +7,7 @@ and the same noise ε_t in round t (common random numbers); each agent has its o
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -62,26 +62,47 @@ class Setting:
         return make_agent(name, inst, rng, **kw)
 
 
-def run_trial(agent: Agent, inst: BilinearInstance, noise: np.ndarray) -> np.ndarray:
-    """Play ``len(noise)`` rounds; return the cumulative pseudo-regret R(1..T)."""
+def run_trial(agent: Agent, inst: BilinearInstance, noise: np.ndarray,
+              actions: np.ndarray | None = None) -> np.ndarray:
+    """Play ``len(noise)`` rounds; return the cumulative pseudo-regret R(1..T).
+
+    ``actions``, if given (length T), receives the pulled pair of every round as a flat index i·N + j.
+    """
     gaps = inst.gaps
     R = inst.R_bar
     T = len(noise)
+    N = inst.N
     regret = np.empty(T)
     for t in range(T):
         i, j = agent.choose()
         regret[t] = gaps[i, j]
+        if actions is not None:
+            actions[t] = i * N + j
         agent.update(i, j, float(R[i, j] + noise[t]))
     return np.cumsum(regret)
 
 
 @dataclass
 class SettingResult:
-    """Cumulative regret curves (agent -> array (n_seeds, T)) and per-trial diagnostics of BiRoLF."""
+    """Cumulative regret curves (agent -> array (n_seeds, T)), per-trial diagnostics of BiRoLF, the pulled pairs
+    (agent -> flat indices i·N + j, array (n_seeds, T)) and the best pair of every seed's instance."""
 
     setting: Setting
     curves: dict[str, np.ndarray]
     diagnostics: dict[str, np.ndarray]
+    actions: dict[str, np.ndarray] = field(default_factory=dict)
+    best_arm: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+
+    def pulls_of_best(self, key: str, upto: int | None = None) -> np.ndarray:
+        """Pulls of the seed's best pair by agent ``key`` in rounds 1..upto (default T), per seed."""
+        a = self.actions[key][:, :upto]
+        return np.array([int(np.sum(a[s] == self.best_arm[s])) for s in range(a.shape[0])])
+
+    def never_pulled(self, key: str, upto: int) -> np.ndarray:
+        """Fraction of the MN pairs that agent ``key`` never pulled in rounds 1..upto, per seed."""
+        K = self.setting.M * self.setting.N
+        a = self.actions[key][:, :upto]
+        return np.array([1.0 - np.unique(a[s]).size / K for s in range(a.shape[0])])
 
     @property
     def forced_end(self) -> int:
@@ -138,21 +159,24 @@ def run_setting(setting: Setting, agents: list[str] | tuple[str, ...], n_seeds: 
     overrides = overrides or {}
     keys = list(agents) + [k for k in overrides if k not in agents]
     curves = {k: np.empty((n_seeds, setting.T)) for k in keys}
+    actions = {k: np.empty((n_seeds, setting.T), dtype=np.int32) for k in keys}
+    best = np.empty(n_seeds, dtype=int)
     diag = {k: np.empty(n_seeds) for k in ("match_rate", "unmatched", "impute_iters_per_update",
                                            "main_iters_per_update")}
     for s in range(n_seeds):
         inst, noise = setting.instance(seed, s)
+        best[s] = int(np.argmax(inst.R_bar))
         for key in keys:
             name = key.split("@")[0]
             agent = setting.agent(name, inst, seed, s, stream="shared" if shared_stream else None,
                                   **overrides.get(key, {}))
-            curves[key][s] = run_trial(agent, inst, noise)
+            curves[key][s] = run_trial(agent, inst, noise, actions[key][s])
             if key == "birolf" and isinstance(agent, BiRoLF):
                 diag["match_rate"][s] = agent.Gamma / setting.T
                 diag["unmatched"][s] = agent.n_unmatched
                 diag["impute_iters_per_update"][s] = agent.impute_iter_total / max(agent.Gamma, 1)
                 diag["main_iters_per_update"][s] = agent.main_iter_total / max(agent.Gamma, 1)
-    return SettingResult(setting, curves, diag)
+    return SettingResult(setting, curves, diag, actions, best)
 
 
 def settings_from_config(cfg) -> dict[str, Setting]:
