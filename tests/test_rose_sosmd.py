@@ -337,37 +337,239 @@ def test_fit_slope_recovers_known_slope():
         rs.fit_slope(ns, G, n_min=2 ** 15)
 
 
-def _synthetic_rate_df(rate_rose: float, rate_plugin: float, seeds=range(5)):
+# ----------------------------------------------------------------------------- datasets, controls' measurements
+
+def test_dataset_hash_identifies_the_data(small_instance):
+    game, refs = small_instance
+    a = rs.make_dataset(3, 512, game, *refs)
+    assert rs.dataset_hash(a) == rs.dataset_hash(rs.make_dataset(3, 512, game, *refs))
+    assert rs.dataset_hash(a) != rs.dataset_hash(rs.make_dataset(3, 1024, game, *refs))
+    assert rs.dataset_hash(a) != rs.dataset_hash(rs.make_dataset(4, 512, game, *refs))
+
+
+def test_sweeps_share_datasets_and_record_their_hash():
+    kw = dict(S=3, A=2, B=2, H=2, seeds=[0, 1])
+    rate = rs.rate_sweep(n_list=[128, 256], T=20, methods=("sos_md", "rose", "plugin"), **kw)
+    tdf = rs.t_sweep(n=256, T_list=[5, 10], **kw)
+    bdf = rs.beta_sweep(n_list=[256], beta_list=[0.1, 0.2], **kw)
+    assert (rate.groupby(["seed", "n"])["data_hash"].nunique() == 1).all()
+    both = pd.concat([rate[rate.n == 256], tdf, bdf])
+    assert (both.groupby("seed")["data_hash"].nunique() == 1).all()
+    rose_rows = rate[rate.method == "rose"]
+    assert (rose_rows.pi_dist_rose == 0).all() and (rose_rows.rho_beta_max >= rose_rows.rho_beta_min).all()
+    assert rate[rate.method == "sos_md"].pi_dist_rose.notna().all()   # ROSE runs first whatever the order
+    assert rose_rows.q_err_beta_max.notna().all() and rate[rate.method == "plugin"].q_err_beta_max.isna().all()
+
+
+def test_q_estimation_error_is_zero_on_the_true_model(small_instance):
+    game, refs = small_instance
+    info = {}
+    rs.rose(rs.exact_dataset(game), 0.1, refs, info=info)
+    assert rs.q_estimation_error(game, info["Q"], info["V"]).max() <= 1e-12
+    info = {}
+    rs.rose(rs.make_dataset(0, 64, game, *refs), 0.1, refs, info=info)
+    assert rs.q_estimation_error(game, info["Q"], info["V"]).max() > 1e-3
+
+
+def test_control_measurements_are_exact():
+    cf = rs.closed_form_checks([0.1, 0.5], 3, 3, rho_beta_max=20, tol=1e-11, n_games=16)
+    assert max(cf["sep_policy_err"], cf["planted_policy_err"]) <= 1e-8
+    assert max(cf["sep_value_err"], cf["planted_value_err"]) <= 1e-8
+    assert cf["rho_beta_checked"][0] <= 0.6 and cf["rho_beta_checked"][1] >= 20
+    lp = rs.lp_checks(3, 4)
+    assert lp["dc_value_err"] <= 1e-7 and lp["exploitability"] <= 1e-7
+    floors = rs.true_model_floors(4, 3, 3, 3, seeds=[0, 1])
+    assert floors[["rose_reg_gap", "plugin_unreg_gap"]].abs().max().max() <= 1e-9
+    rng = np.random.default_rng(5)
+    Q, pr, qr = _random_stage(rng, S=10)
+    kc = rs.kernel_check(Q, pr, qr, 0.1, 1e-11, 50)
+    assert kc["stages"] == 10
+    if stage.HAVE_KERNEL:
+        assert kc["kernel"] and kc["solve_diff"] <= 1e-10 and kc["md_diff"] <= 1e-10
+
+
+def test_planted_closed_form_catches_a_wrong_solver(monkeypatch):
+    """The K1 check is not vacuous: a solver that stops early misses the planted equilibrium."""
+    real = rs.experiments.solve_regularized
+    monkeypatch.setattr(rs.experiments, "solve_regularized",
+                        lambda Q, p, q, beta, tol, solver=None: real(Q, p, q, beta, tol=1e-2, solver=solver))
+    cf = rs.closed_form_checks([0.1], 3, 3, rho_beta_max=15, tol=1e-11, n_games=16)
+    assert cf["planted_policy_err"] > 1e-6
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+V = rs.verdicts
+NS = [2 ** k for k in range(8, 18)]
+
+
+def _rate_df(rose=-1.0, plugin=-0.5, pnvi=None, sos_factor=1.0, seeds=range(5), ns=NS, empty=0.0):
+    """Synthetic rate sweep: gap = c n^slope with small multiplicative noise per (seed, n)."""
     rng = np.random.default_rng(20)
+    pnvi = plugin if pnvi is None else pnvi
     rows = []
     for seed in seeds:
-        for n in 2 ** np.arange(8, 16):
-            for m, slope, metric in [("rose", rate_rose, "reg_gap"), ("plugin", rate_plugin, "unreg_gap"),
-                                     ("pnvi", rate_plugin, "unreg_gap")]:
-                g = float(n) ** slope * np.exp(0.02 * rng.normal())
-                rows.append(dict(seed=seed, n=int(n), method=m, reg_gap=g, unreg_gap=g, empty_frac=0.0))
+        for n in ns:
+            e = np.exp(0.02 * rng.normal())
+            g_rose = 50.0 * n ** rose * e
+            for m, g in [("rose", g_rose), ("sos_md", g_rose * sos_factor), ("plugin", 5.0 * n ** plugin * e),
+                         ("pnvi", 5.0 * n ** pnvi * e), ("pnvi_c1", 2.0 * e)]:
+                rows.append(dict(seed=seed, n=int(n), method=m, reg_gap=g, unreg_gap=g, empty_frac=empty,
+                                 q_err_beta_max=1e3 / np.sqrt(n), q_err_beta_frac=0.0, pi_dist_rose=0.0))
     return pd.DataFrame(rows)
 
 
-def test_claim_helpers_can_pass_and_fail():
-    good = _synthetic_rate_df(-1.0, -0.5)
-    assert rs.claim_c1(good)["meets"] is True and rs.claim_c2(good)["meets"] is True
-    bad = _synthetic_rate_df(-0.6, -0.5)
-    assert rs.claim_c1(bad)["meets"] is False and rs.claim_c2(bad)["meets"] is False
-    flat = _synthetic_rate_df(-1.0, -0.1)
-    assert rs.claim_c2(flat)["meets"] is False
+def _skew_df(ratio=3.0, rose=-1.0, ns=NS, dist=0.5):
+    df = _rate_df(rose=rose, ns=ns)
+    df = df[df.method == "rose"]
+    lcb = df.assign(method="rose_lcb", reg_gap=df.reg_gap * ratio, pi_dist_rose=dist)
+    return pd.concat([df, lcb])
 
 
-def test_small_pipeline_claims_run():
-    kw = dict(S=3, A=2, B=2, H=2, seeds=[0, 1])
-    rate = rs.rate_sweep(n_list=[256, 1024], T=30, **kw)
-    tdf = rs.t_sweep(n=1024, T_list=[5, 20], **kw)
-    skew = rs.rate_sweep(n_list=[256, 1024], behavior_temp=0.3, methods=("rose", "rose_lcb"), **kw)
-    bdf = rs.beta_sweep(n_list=[256, 1024], beta_list=[0.1], **kw)
-    assert rs.claim_c3(rate, tdf)["b"]["meets"] is None     # < 3 T values: inconclusive
-    assert rs.claim_c5(bdf)["meets"] is None                # one beta: no slope
-    assert rs.claim_c1(rate, n_min=256)["meets"] in (True, False)
-    assert rs.claim_c4(skew, n_min=256)["b_meets"] in (True, False)
+def _t_df(slope=-1.0, T_list=(5, 10, 20, 40, 80, 160, 320, 640), seeds=range(5), rose_gap=1e-3):
+    return pd.DataFrame([dict(seed=s, n=16384, T=T, method="sos_md", e_T=10.0 * T ** slope * (1 + 0.01 * s),
+                              reg_gap=rose_gap + 10.0 * T ** slope, rose_reg_gap=rose_gap)
+                         for s in seeds for T in T_list])
+
+
+def _beta_df(power=-1.0, betas=(0.05, 0.1, 0.2, 0.5), seeds=range(5)):
+    return pd.DataFrame([dict(seed=s, n=n, beta=b, method="rose", n_gap=3.0 * b ** power * (1 + 0.01 * s),
+                              reg_gap=3.0 * b ** power / n, empty_frac=0.0)
+                         for s in seeds for n in (16384, 32768) for b in betas])
+
+
+def _check_kwargs(kw, verdict):
+    assert set(kw) >= {"holds", "threshold", "numbers", "reason"}
+    if verdict == "inconclusive":
+        assert kw["inconclusive"]
+    else:
+        assert not kw.get("inconclusive") and kw["holds"] is (verdict == "holds") and kw["reason"]
+
+
+def test_claim_c1_holds_fails_and_needs_enough_data():
+    _check_kwargs(V.claim_c1(_rate_df(rose=-1.0), 2 ** 14), "holds")
+    kw = V.claim_c1(_rate_df(rose=-0.6), 2 ** 14)
+    _check_kwargs(kw, "fails")
+    assert "-0.6" in kw["reason"] and "above -0.8" in kw["reason"]
+    assert abs(kw["numbers"]["slope on the card's range 2^12..2^15"] + 0.6) < 0.05
+    _check_kwargs(V.claim_c1(_rate_df(seeds=[0]), 2 ** 14), "inconclusive")          # one game
+    _check_kwargs(V.claim_c1(_rate_df(), 2 ** 16), "inconclusive")                     # two sizes
+    assert V.claim_c1(_rate_df(), 2 ** 14)["needs"] == ("K1", "K3", "K4")
+
+
+def test_claim_c2_holds_and_fails_each_way():
+    _check_kwargs(V.claim_c2(_rate_df(rose=-1.0, plugin=-0.5), 2 ** 14), "holds")
+    kw = V.claim_c2(_rate_df(rose=-1.0, plugin=-0.1), 2 ** 14)                # plug-in outside the band
+    _check_kwargs(kw, "fails")
+    assert "outside" in kw["reason"]
+    kw = V.claim_c2(_rate_df(rose=-0.65, plugin=-0.5), 2 ** 14)               # ROSE not steeper by 0.25
+    _check_kwargs(kw, "fails")
+    assert "steeper than the plug-in by only" in kw["reason"]
+    _check_kwargs(V.claim_c2(_rate_df(rose=-1.0, plugin=-0.5, pnvi=-0.9), 2 ** 14), "fails")
+
+
+def test_claim_c3a_holds_and_fails():
+    kw = V.claim_c3a(_rate_df(sos_factor=1.0001))
+    _check_kwargs(kw, "holds")
+    assert kw["numbers"]["sizes passing only by the absolute clause"] == []
+    kw = V.claim_c3a(_rate_df(sos_factor=1.5))
+    _check_kwargs(kw, "fails")
+    # the absolute clause decides where the gaps are below 1e-3: reported, so a reader sees it
+    kw = V.claim_c3a(_rate_df(rose=-2.0, sos_factor=1.5))
+    assert kw["numbers"]["sizes passing only by the absolute clause"]
+
+
+def test_claim_c3b_holds_fails_and_floor():
+    _check_kwargs(V.claim_c3b(_t_df(slope=-1.0)), "holds")
+    _check_kwargs(V.claim_c3b(_t_df(slope=-0.2)), "fails")
+    kw = V.claim_c3b(_t_df(slope=-8.0))            # e(T) below 1e-9 after two T values
+    _check_kwargs(kw, "inconclusive")
+    _check_kwargs(V.claim_c3b(_t_df(seeds=[0])), "inconclusive")
+
+
+def test_claim_c4a_and_c4b():
+    _check_kwargs(V.claim_c4a(_skew_df(rose=-1.0), 2 ** 14), "holds")
+    _check_kwargs(V.claim_c4a(_skew_df(rose=-0.5), 2 ** 14), "fails")
+    _check_kwargs(V.claim_c4b(_skew_df(ratio=3.0)), "holds")
+    kw = V.claim_c4b(_skew_df(ratio=0.8))
+    _check_kwargs(kw, "fails")
+    assert "pessimism helps" in kw["reason"]
+    _check_kwargs(V.claim_c4b(_skew_df(ns=[256, 1024])), "inconclusive")
+
+
+def test_claim_c5_band():
+    _check_kwargs(V.claim_c5(_beta_df(-1.0)), "holds")
+    kw = V.claim_c5(_beta_df(-2.0))
+    _check_kwargs(kw, "fails")
+    assert "steeper than -1.5" in kw["reason"]
+    _check_kwargs(V.claim_c5(_beta_df(-0.2)), "fails")
+    _check_kwargs(V.claim_c5(_beta_df(betas=(0.1,))), "inconclusive")
+
+
+def _cf(err=1e-11, reach=20.0):
+    return dict(sep_policy_err=err, planted_policy_err=err, sep_value_err=err, planted_value_err=err,
+                rho_beta_checked=[0.5, reach], betas=[0.1], n_games=64, max_iters=500)
+
+
+def test_control_k1_passes_and_fails():
+    kc = dict(kernel=True, solve_diff=1e-15, md_diff=1e-15, stages=10)
+    assert V.control_k1(_cf(), kc, 15.0)["holds"] is True
+    for cf, k, rho in [(_cf(err=1e-5), kc, 15.0), (_cf(reach=10.0), kc, 15.0),
+                       (_cf(), dict(kc, md_diff=1e-6), 15.0)]:
+        out = V.control_k1(cf, k, rho)
+        assert out["holds"] is False and out["reason"]
+    assert V.control_k1(_cf(), dict(kernel=False, solve_diff=np.nan, md_diff=np.nan, stages=3), 15.0)["holds"]
+
+
+def test_control_k2_and_k3():
+    assert V.control_k2(dict(dc_value_err=1e-15, exploitability=1e-15, n_games=8))["holds"] is True
+    assert V.control_k2(dict(dc_value_err=1e-3, exploitability=1e-15, n_games=8))["holds"] is False
+    floors = pd.DataFrame(dict(rose_reg_gap=[4e-16, 0.0], plugin_unreg_gap=[0.0, 6e-16]))
+    assert V.control_k3(floors, {"ROSE": 5e-5, "plug-in": 5e-3}, H=4)["holds"] is True
+    out = V.control_k3(floors, {"ROSE": 1e-13, "plug-in": 5e-3}, H=4)             # too close to the floor
+    assert out["holds"] is False and "ROSE" in out["reason"]
+    out = V.control_k3(floors.assign(rose_reg_gap=[1e-6, 0.0]), {"ROSE": 5e-5}, H=4)  # the zero is not a zero
+    assert out["holds"] is False and "true model" in out["reason"]
+
+
+def test_control_empty_k6_k7():
+    assert V.control_empty(_rate_df(), [2 ** 14, 2 ** 17], "range")["holds"] is True
+    out = V.control_empty(_rate_df(empty=0.02), [2 ** 14, 2 ** 17], "range")
+    assert out["holds"] is False and "2%" in out["reason"]
+    assert V.control_k6(_t_df())["holds"] is True
+    out = V.control_k6(_t_df(slope=-12.0))                  # SOS-MD already exact at the smallest T
+    assert out["holds"] is False
+    assert V.control_k7(_skew_df(dist=0.5))["holds"] is True
+    assert V.control_k7(_skew_df(dist=1e-6))["holds"] is False
+
+
+def test_failed_control_makes_a_holding_claim_inconclusive():
+    from repro.common import Ledger
+    cfg = rs.Config.from_profile("smoke")
+    ledger = Ledger(cfg, V.CLAIMS, controls=V.CONTROLS)
+    ledger.control("K1", **V.control_k1(_cf(), dict(kernel=False, solve_diff=np.nan, md_diff=np.nan, stages=1), 1.0))
+    ledger.control("K3", **V.control_k3(pd.DataFrame(dict(rose_reg_gap=[0.0], plugin_unreg_gap=[0.0])),
+                                        {"ROSE": 1e-4}, H=4))
+    ledger.control("K4", **V.control_empty(_rate_df(empty=0.05), [2 ** 14], "range"))
+    ledger.record("C1", **V.claim_c1(_rate_df(rose=-1.0), 2 ** 14))
+    assert ledger.verdict("K4") == "failed" and ledger.verdict("C1") == "inconclusive"
+    assert "control K4 failed" in ledger.claims["C1"].reason
+
+
+def test_regime_table_and_card_range_text():
+    df = _rate_df(rose=-1.0)
+    tab = V.regime_table(df)
+    assert list(tab.index) == NS and np.allclose(tab["local slope to next n"].dropna(), -1.0, atol=0.2)
+    text = V.card_range_text(df, 2 ** 14)
+    assert "card's range 2¹²…2¹⁵" in text and "2¹⁴…2¹⁷" in text
+    assert "cannot be compared" in V.card_range_text(_rate_df(ns=[256, 1024]), 256)
+    assert V.n_text(2 ** 14) == "2¹⁴" and V.grid_text([256, 512, 1024]) == "{2⁸, …, 2¹⁰}"
+
+
+def test_claims_and_controls_declared():
+    assert list(V.CLAIMS) == ["C1", "C2", "C3a", "C3b", "C4a", "C4b", "C5"]
+    assert list(V.CONTROLS) == [f"K{i}" for i in range(1, 8)]
+    assert rs.CLAIMS is V.CLAIMS and rs.CONTROLS is V.CONTROLS
 
 
 def test_numpy_fallback_when_kernel_missing(monkeypatch, small_instance):

@@ -92,14 +92,16 @@ def _rose_recursion(dataset: Dataset, beta: float, refs: Refs, shift: np.ndarray
     pi, nu = np.empty((H, S, A)), np.empty((H, S, B))
     V = np.zeros((H + 1, S))
     iters = np.zeros((H, S), dtype=np.int64)
+    Qs = np.empty((H, S, A, B))
     for h in range(H - 1, -1, -1):
         Q = estimate_q(dataset, h, V[h + 1], features)
         if shift is not None:
             Q = Q + shift[h]
+        Qs[h] = Q
         pi[h], nu[h], V[h], iters[h] = solve_regularized(Q, pi_ref[h], nu_ref[h], beta, tol=tol,
                                                          max_iter=max_iter, solver=solver)
     if info is not None:
-        info.update(V=V[:H], iters=iters)
+        info.update(V=V[:H], iters=iters, Q=Qs)
     return pi, nu
 
 
@@ -119,7 +121,8 @@ def rose(dataset: Dataset, beta: float, refs: Refs, tol: float = 1e-11, max_iter
     solver : "cpp", "numpy" or None (kernel if built)
     features : optional feature map for :func:`estimate_q`
     info : dict, optional
-        If given, filled with ``V`` (H, S) regularised values and ``iters`` (H, S) solver iterations.
+        If given, filled with ``V`` (H, S) regularised values, ``iters`` (H, S) solver iterations
+        and ``Q`` (H, S, A, B) the estimated stage payoffs that were solved.
 
     Returns
     -------

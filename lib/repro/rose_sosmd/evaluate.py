@@ -21,7 +21,7 @@ from .game import Game
 from .stage import kl
 
 __all__ = ["reg_value", "reg_best_response", "reg_gap", "unreg_value", "unreg_best_response",
-           "unreg_gap"]
+           "unreg_gap", "q_estimation_error"]
 
 Refs = tuple[np.ndarray, np.ndarray]
 
@@ -125,3 +125,18 @@ def unreg_best_response(game: Game, fixed: np.ndarray, player: Literal["max", "m
 def unreg_gap(game: Game, pi: np.ndarray, nu: np.ndarray) -> float:
     """Unregularised duality gap max_pi' V^{pi',nu} - min_nu' V^{pi,nu'} (>= 0)."""
     return unreg_best_response(game, nu, "max")[1] - unreg_best_response(game, pi, "min")[1]
+
+
+def q_estimation_error(game: Game, Q_hat: np.ndarray, V_hat: np.ndarray) -> np.ndarray:
+    """One-step estimation error |Q_hat_h - (r_h + P_h V_hat_{h+1})| of a plug-in recursion.
+
+    ``Q_hat`` (H, S, A, B) are the stage payoffs the method solved and ``V_hat`` (H, S) its values;
+    the comparison is with the exact Bellman backup of the *same* next-step values, so the error is
+    that of the least-squares step alone (unvisited cells included: their Q_hat is 0). The fast-rate
+    argument linearises the regularised best response p_ref exp(Q/beta) in this error, which needs
+    it small compared with beta.
+    """
+    H = game.shape[0]
+    V_next = np.vstack([np.asarray(V_hat)[1:], np.zeros((1, game.shape[1]))])
+    exact = np.stack([_backup(game, h, V_next[h]) for h in range(H)])
+    return np.abs(np.asarray(Q_hat) - exact)

@@ -12,6 +12,7 @@ Indexing convention (used across the package): time h is 0-based, ``h = 0 .. H-1
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,7 @@ __all__ = [
     "sample_dataset",
     "exact_dataset",
     "empty_cell_fraction",
+    "dataset_hash",
 ]
 
 
@@ -188,3 +190,17 @@ def exact_dataset(game: Game) -> Dataset:
 def empty_cell_fraction(dataset: Dataset) -> float:
     """Fraction of (h, s, a, b) cells with no data (their Q-hat is set to 0)."""
     return float(np.mean(dataset.N == 0))
+
+
+def dataset_hash(dataset: Dataset, length: int = 12) -> str:
+    """A short SHA-256 fingerprint of a dataset's sufficient statistics (n, N, R, N_next).
+
+    Two datasets hash the same exactly when every count and reward sum agrees, so a reader can check
+    from the ledger that every method saw the same data at each (game, n), and that the T and beta
+    sweeps re-drew the very datasets of the rate sweep.
+    """
+    h = hashlib.sha256()
+    h.update(np.int64(dataset.n).tobytes())
+    for arr in (dataset.N, dataset.R, dataset.N_next):
+        h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
+    return h.hexdigest()[:length]
