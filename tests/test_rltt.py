@@ -43,6 +43,40 @@ def test_task_a_prompts_have_six_operations_and_consistent_traces():
         rl.make_chain_problem(rng, 3, n_ops=5)
 
 
+def test_strided_traces_write_every_s_th_running_result():
+    rng = np.random.default_rng(3)
+    assert rl.trace_slots(1) == [0, 1, 2, 3, 4] and rl.trace_slots(2) == [1, 3] and rl.trace_slots(3) == [2]
+    for stride in (1, 2, 3):
+        p1, c1, a1 = rl.chain_batch(np.random.default_rng(9), [2, 5, 6], "random", 1)
+        p, c, a = rl.chain_batch(np.random.default_rng(9), [2, 5, 6], "random", stride)
+        assert (p == p1).all() and (a == a1).all()                    # the same problems whatever the trace
+        assert c.shape[1] == rl.completion_len(stride)
+        assert (c[:, :len(rl.trace_slots(stride))] == c1[:, rl.trace_slots(stride)]).all()
+        assert (c == rl.chain_reference(p, stride)).all()
+        for i in range(3):
+            assert rl.trace_is_consistent(p[i], c[i], stride)
+            assert rl.reward(c[i].tolist(), a[i]) == 1.0
+            bad = c[i].copy()
+            bad[0] = (bad[0] + 1) % 10
+            assert not rl.trace_is_consistent(p[i], bad, stride)
+    prob = rl.make_chain_problem(rng, 6, stride=2)
+    assert rl.TOK.decode(prob.completion).split()[-3:] == ["#", str(prob.answer), "<eos>"]
+    with pytest.raises(ValueError):
+        rl.trace_slots(4)
+
+
+def test_lucky_guesses_are_rewarded_completions_with_a_wrong_trace():
+    p, c, a = rl.chain_batch(np.random.default_rng(4), [5] * 4, "random", 2)
+    comp = np.full((4, 8), TOK.PAD)
+    comp[:, :5] = c
+    comp[1, 0] = (comp[1, 0] + 1) % 10           # wrong trace, right answer: lucky
+    comp[2, 3] = (comp[2, 3] + 1) % 10           # wrong answer: not rewarded, not lucky
+    comp[3, 4] = TOK.HASH                        # malformed ending ('#' instead of '<eos>'), right answer: lucky
+    lucky = rl.lucky_guesses(comp, p, 2)
+    assert lucky.tolist() == [False, True, False, True]
+    assert rl.batch_rewards(comp, a).tolist() == [1.0, 1.0, 0.0, 1.0]
+
+
 def test_padding_slots_are_random_or_at_the_end():
     rng = np.random.default_rng(1)
     p, _, _ = rl.chain_batch(rng, np.full(4000, 1), "end")
@@ -318,12 +352,15 @@ def test_batched_gsnr_equals_per_rollout_loop(model):
 def test_config_rejects_bad_values_naming_them():
     bad = {"n_seeds": 0, "t_max": "4", "d_model": 30, "rl_lr": -1.0, "temperature": 0.0,
            "loop_weighting": "grpo", "pad_slots": "middle", "use_cached_sft": 1,
-           "ablation_weightings": ["nope"], "max_new_tokens": 5, "group_size": 1}
+           "ablation_weightings": ["nope"], "max_new_tokens": 4, "group_size": 1,
+           "trace_stride": 4}
     for name, value in bad.items():
         with pytest.raises(ConfigError, match=name):
             rl.Config.from_profile("full", **{name: value})
     with pytest.raises(ConfigError, match="ablation_weightings"):
         rl.Config.from_profile("full", ablation_weightings=["exit_pdf"])
+    with pytest.raises(ConfigError, match="max_new_tokens"):      # stride 1 needs 8 tokens
+        rl.Config.from_profile("full", trace_stride=1, max_new_tokens=7)
     with pytest.raises(ConfigError, match="profile"):
         rl.Config.from_profile("huge")
     cfg = rl.Config.from_profile("smoke")
@@ -364,3 +401,104 @@ def test_shared_prompt_forward_equals_the_plain_forward(model):
     assert (grads[0] - grads[1]).abs().max() < 1e-5 * max(1.0, float(grads[0].abs().max()))
     with pytest.raises(ValueError):
         rl.per_loop_token_logprobs(model, ids.roll(1, 0), mask, 0.9, group_size=4, prompt_len=PROMPT_LEN_A)
+
+
+# ----------------------------------------------------------------------------- verdicts (each control passes and
+# fails, each claim holds and fails, on synthetic numbers)
+
+from repro.rltt import verdicts as V  # noqa: E402
+
+
+def test_k1_passes_on_rising_loops_and_fails_on_a_plateau_or_a_small_rise():
+    assert V.k1([.29, .45, .52, .55], [.25, .40, .45, .47])["holds"]
+    plateau = V.k1([.40, .48, .49, .49], [.25, .40, .45, .47])
+    assert not plateau["holds"] and "3->4" in plateau["reason"]
+    small = V.k1([.50, .51, .515, .52], [.25, .40, .45, .47])
+    assert not small["holds"] and "rises only" in small["reason"]
+    assert not V.k1([.29, .45, .52, .55], [.25, .40, .39, .47])["holds"]      # sampled must rise too
+    assert not V.k1([.5], [.5])["holds"]
+
+
+def test_k2_passes_when_grpo_moves_beyond_twice_its_ci_and_fails_otherwise():
+    sft = 0.47
+    ok = V.k2([.49, .492, .488, .491, .489], sft)
+    assert ok["holds"] and ok["numbers"]["gain / half-width"] > 2
+    noisy = V.k2([.49, .45, .50, .46, .48], sft)
+    assert not noisy["holds"] and "seed noise" in noisy["reason"]
+    assert not V.k2([.46, .461, .459, .46, .462], sft)["holds"]              # moved, but down
+    assert not V.k2([.49], sft)["holds"]
+
+
+GRPO_S = np.array([.490, .492, .488, .491, .489])
+
+
+def test_c1_holds_when_rltt_wins_beyond_noise_and_fails_otherwise():
+    g_g = np.array([.54, .53, .55, .54, .53])
+    win = V.c1(GRPO_S + np.array([.010, .012, .008, .011, .009]), GRPO_S, .47, g_g, g_g, .55)
+    assert win["holds"] and win["inconclusive"] is None and win["needs"] == ("K2",)
+    assert win["numbers"]["diff ci95 in GRPO-gain units"][0] > 0
+    null = V.c1(GRPO_S + np.array([.001, -.002, .0015, -.001, .0005]), GRPO_S, .47, g_g, g_g, .55)
+    assert not null["holds"] and null["inconclusive"] is None
+    assert "smallest advantage" in null["reason"] and "GRPO's own gain" in null["reason"]
+    units = null["numbers"]["diff ci95 in GRPO-gain units"]
+    assert units[0] < 0 < units[1] < 0.2
+    three = V.c1(GRPO_S + np.array([.01, .01, .01, -.001, -.001]), GRPO_S, .47, g_g, g_g, .55)   # 3 of 5 wins
+    assert not three["holds"]
+    assert V.c1(GRPO_S[:2] + .01, GRPO_S[:2], .47, g_g[:2], g_g[:2], .55)["inconclusive"]
+
+
+def test_c2_holds_within_ten_percent_and_fails_beyond():
+    assert V.c2(0.105, 0.100)["holds"] and not V.c2(0.115, 0.100)["holds"]
+    assert V.c2(0.2, 0.1, smoke=True)["inconclusive"]
+
+
+def test_c3_holds_fails_and_is_inconclusive_when_no_loop_moved():
+    sft = np.array([.25, .40, .45])
+    grpo = sft + np.array([[.010, .010, .010], [.012, .011, .013], [.009, .010, .011], [.011, .012, .010],
+                           [.010, .009, .012]])
+    up = V.c3(grpo + .01 + np.array([[.001], [-.001], [.002], [0], [-.002]]), grpo, sft, grpo, grpo, sft)
+    assert up["holds"] and up["inconclusive"] is None and up["needs"] == ("K1", "K2")
+    same = V.c3(grpo + np.array([[.001], [-.001], [.002], [0], [-.002]]), grpo, sft, grpo, grpo, sft)
+    assert not same["holds"] and same["inconclusive"] is None
+    jitter = np.array([[.01], [-.01], [.02], [-.02], [0]])
+    still = V.c3(sft + jitter[::-1], sft + jitter, sft, grpo, grpo, sft)
+    assert not still["holds"] and "neither method moved" in still["inconclusive"]
+    assert V.c3(np.zeros((5, 0)), np.zeros((5, 0)), [], np.zeros((5, 0)), np.zeros((5, 0)), [])["inconclusive"]
+
+
+def test_c4_no_worse_than_one_point():
+    g = np.array([.99, .985, .995, .99, .99])
+    assert V.c4(g + np.array([0, .002, -.002, .001, 0]), g, .995)["holds"]
+    worse = V.c4(g - .03 + np.array([0, .002, -.002, .001, 0]), g, .995)
+    assert not worse["holds"] and worse["inconclusive"] is None
+    wide = V.c4(g + np.array([-.04, .03, -.03, .02, 0]), g, .995)
+    assert not wide["holds"] and "straddles" in wide["inconclusive"]
+
+
+def test_c5_holds_on_better_fails_on_worse_inconclusive_otherwise():
+    g = np.array([-10.0, -11.0, -9.5, -10.5, -10.2])
+    d = np.array([.1, -.1, .05, 0, -.05])
+    assert V.c5(g + 1 + d, g)["holds"]
+    worse = V.c5(g - 1 + d, g)
+    assert not worse["holds"] and worse["inconclusive"] is None
+    assert "cannot be told" in V.c5(g + d, g)["inconclusive"]
+
+
+def test_a_failed_control_makes_every_claim_that_needs_it_inconclusive():
+    from repro.common import Ledger
+    cfg = rl.Config.from_profile("smoke")
+    led = Ledger(cfg, V.CLAIMS, controls=V.CONTROLS)
+    led.control("K1", **V.k1([.29, .45, .52, .55], [.25, .40, .45, .47]))
+    led.control("K2", **V.k2([.49, .45, .50, .46, .48], .47))
+    g_g = np.array([.54, .53, .55, .54, .53])
+    led.record("C1", **V.c1(GRPO_S + .01, GRPO_S, .47, g_g, g_g, .55))
+    assert led.verdict("K1") == "passed" and led.verdict("K2") == "failed"
+    assert led.verdict("C1") == "inconclusive" and "control K2 failed" in led.claims["C1"].reason
+    assert set(V.CLAIMS) == set(rl.CLAIMS) and set(V.CONTROLS) == {"K1", "K2"}
+
+
+def test_detectable_effect_shrinks_with_seeds_and_spread():
+    d5 = np.array([.001, -.002, .0015, -.001, .0005])
+    assert V.detectable_effect(d5) > V.detectable_effect(d5 / 2) > 0
+    assert V.detectable_effect(np.tile(d5, 4)) < V.detectable_effect(d5)
+    assert np.isnan(V.detectable_effect([0.1]))

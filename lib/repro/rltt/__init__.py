@@ -7,46 +7,36 @@ every loop. GRPO credits only log P^(T); RLTT keeps GRPO's group-normalised adva
 transfer task, verifiers), ``model`` (the looped decoder with exit gate and per-loop KV cache),
 ``decode`` (batched greedy / sampled decoding), ``sft`` (Ouro's all-loop objective, cached), ``rl``
 (the one GRPO/RLTT loss, rollouts, training), ``evaluate`` (accuracies, exit distribution, GSNR),
-``experiments`` (the paired seeds and the claims). No compiled kernel: a 52 k-parameter model is bound
+``experiments`` (the paired seeds), ``verdicts`` (CLAIMS, CONTROLS and the functions that decide them). No
+compiled kernel: a 52 k-parameter model is bound
 by per-operation overhead, not arithmetic (card, "Compiled kernel").
 """
 from .config import WEIGHTINGS, Config
 from .decode import completion_mask, generate, generate_full
 from .evaluate import (accuracy, evaluate_model, gsnr, gsnr_from_grads, mean_exit_pdf, per_loop_accuracy,
                        rollout_logit_grads, task_a_correct, task_b_correct)
-from .experiments import (THRESHOLDS, Experiment, claim_c1, claim_c2, claim_c3, claim_c4, claim_c5, paired_t,
-                          reward_curves, rl_seeds, run_experiment)
+from . import verdicts
+from .experiments import Experiment, paired_t, reward_curves, rl_seeds, run_experiment
 from .model import LoopedLM, LoopOutput, build_model, exit_pdf_from_gates, n_params
 from .rl import (STRATEGIES, RLRun, clone_model, group_advantages, join_completions, k3_kl, loop_weights,
                  per_loop_token_logprobs, rl_prompts, rl_step, rltt_loss, sample_rollouts, train_rl)
-from .sft import load_or_train_sft, ouro_sft_loss, sft_key, sft_path, train_sft
-from .tasks import (TOK, Problem, Tokenizer, batch_rewards, chain_batch, eval_sets, exact_match,
-                    make_chain_problem, make_sort_problem, reward, sft_batch, trace_is_consistent)
-
-CLAIMS = {
-    "C1": "Effectiveness: after the same number of RL steps from the same SFT checkpoint, RLTT (exit_pdf "
-          "weights) reaches higher greedy held-out accuracy on the hard split (depth 5-6) than GRPO in >= 4 of "
-          "5 seeds (mean paired difference ± 95 % CI, paired t-test).",
-    "C2": "Negligible overhead: median wall time per RL step of RLTT <= 1.10 × GRPO's (same rollouts).",
-    "C3": "Trajectory credit: per-loop accuracy (decoding with only t loops) improves more under RLTT than "
-          "under GRPO for intermediate loops: mean gain over t < T_max of RLTT minus GRPO > 0 in >= 4 of 5 seeds.",
-    "C4": "Transfer: trained with RL only on the arithmetic task, RLTT's accuracy on the held-out "
-          "non-arithmetic task B is >= GRPO's − 1 point (no negative transfer).",
-    "C5": "Signal quality: the GSNR of the repo (final-loop logit gradients, same GRPO loss for both), "
-          "measured on the RL-trained checkpoints, is >= for RLTT-trained than for GRPO-trained models "
-          "in mean log-GSNR.",
-}
+from .sft import SFT_WINDOW, check_sft, load_or_train_sft, ouro_sft_loss, sft_key, sft_path, train_sft
+from .tasks import (TOK, Problem, Tokenizer, batch_rewards, chain_batch, chain_reference, completion_len, eval_sets,
+                    exact_match, lucky_guesses, make_chain_problem, make_sort_problem, reward, sft_batch,
+                    trace_is_consistent, trace_slots)
+from .verdicts import CLAIMS, CONTROLS, THRESHOLDS
 
 __all__ = [
-    "Config", "CLAIMS", "WEIGHTINGS", "STRATEGIES", "THRESHOLDS",
+    "Config", "CLAIMS", "CONTROLS", "verdicts", "WEIGHTINGS", "STRATEGIES", "THRESHOLDS",
     # tasks
     "TOK", "Tokenizer", "Problem", "make_chain_problem", "make_sort_problem", "chain_batch", "sft_batch",
-    "eval_sets", "reward", "exact_match", "batch_rewards", "trace_is_consistent",
+    "eval_sets", "reward", "exact_match", "batch_rewards", "trace_is_consistent", "trace_slots", "completion_len",
+    "chain_reference", "lucky_guesses",
     # model and decoding
     "LoopedLM", "LoopOutput", "build_model", "exit_pdf_from_gates", "n_params", "generate", "generate_full",
     "completion_mask",
     # SFT
-    "ouro_sft_loss", "train_sft", "load_or_train_sft", "sft_key", "sft_path",
+    "ouro_sft_loss", "train_sft", "check_sft", "SFT_WINDOW", "load_or_train_sft", "sft_key", "sft_path",
     # RL
     "loop_weights", "group_advantages", "per_loop_token_logprobs", "k3_kl", "rltt_loss", "sample_rollouts",
     "join_completions", "rl_prompts", "rl_step", "train_rl", "RLRun", "clone_model",
@@ -55,5 +45,4 @@ __all__ = [
     "gsnr", "gsnr_from_grads", "rollout_logit_grads",
     # experiments
     "Experiment", "run_experiment", "rl_seeds", "paired_t", "reward_curves",
-    "claim_c1", "claim_c2", "claim_c3", "claim_c4", "claim_c5",
 ]

@@ -14,7 +14,7 @@ from repro.common import BaseConfig, knob
 WEIGHTINGS = ("grpo", "uniform", "progressive", "exit_pdf", "exit_pdf_detached", "learned")
 
 SMOKE = dict(n_seeds=2, t_max=2, d_model=32, sft_steps=60, rl_steps=4, prompts_per_step=4, group_size=4,
-             n_eval_samples=1, ablation_weightings=(), n_eval=40, use_cached_sft=False, gsnr_prompts=8)
+             n_eval_samples=2, ablation_weightings=(), n_eval=40, use_cached_sft=False, gsnr_prompts=8)
 
 
 @dataclass(frozen=True)
@@ -31,16 +31,16 @@ class Config(BaseConfig):
     d_model: int = knob(64, ge=8, le=256, doc="width d (4 heads, SwiGLU d_ff = 8d/3 rounded up to 4)")
     layers_per_loop: int = knob(1, ge=1, le=4, doc="transformer layers in the shared block")
     # SFT (Ouro's entropy-regularised all-loop objective)
-    sft_steps: int = knob(250, ge=1, le=20_000, doc="SFT steps (batch sft_batch, one-cycle AdamW); 250 puts SFT in the card's 25-75 % window")
+    sft_steps: int = knob(1500, ge=1, le=20_000, doc="SFT steps (batch sft_batch, one-cycle AdamW, run to the end of its schedule)")
     sft_batch: int = knob(64, ge=2, le=1024, doc="SFT batch size (70 % task A, 30 % task B)")
     sft_lr: float = knob(3e-3, gt=0, le=0.1, doc="peak learning rate of the one-cycle SFT schedule")
     sft_ent_coef: float = knob(0.05, ge=0, le=1, doc="entropy bonus on the exit distribution (Ouro stage 1)")
     use_cached_sft: bool = knob(True, doc="reuse the SFT checkpoint in data/cache/rltt/ if its config matches")
     # RL (GRPO / RLTT, on-policy REINFORCE with group-normalised advantages)
     rl_steps: int = knob(120, ge=1, le=10_000, doc="RL steps (one gradient step per batch of rollouts)")
-    prompts_per_step: int = knob(16, ge=1, le=512, doc="prompts per RL step (task A, depths 4-6)")
+    prompts_per_step: int = knob(32, ge=1, le=512, doc="prompts per RL step (task A, depths 4-6); the card's 16 doubled with the budget the shorter trace frees")
     group_size: int = knob(8, ge=2, le=64, doc="G: rollouts per prompt")
-    max_new_tokens: int = knob(10, ge=7, le=32, doc="rollout and evaluation length cap (task A needs 8)")
+    max_new_tokens: int = knob(8, ge=4, le=32, doc="rollout and evaluation length cap (task A needs 5 at stride 2, 8 at stride 1)")
     temperature: float = knob(0.9, gt=0, le=5, doc="rollout temperature τ (also the log-prob temperature)")
     rl_lr: float = knob(7e-5, gt=0, le=0.1, doc="Adam learning rate, the same for every method and seed")
     beta_kl: float = knob(0.001, ge=0, le=10, doc="β of the k3 KL to the SFT model (final loop only)")
@@ -51,9 +51,10 @@ class Config(BaseConfig):
                                                 doc="extra RLTT weightings trained on the first seed only")
     # tasks
     pad_slots: Literal["random", "end"] = knob("random", doc="where the '+ 0' padding of task A goes")
+    trace_stride: int = knob(2, ge=1, le=3, doc="task A writes every s-th running result before '#' (1: the card's full trace; 2: r2 r4 # r6)")
     # evaluation
     n_eval: int = knob(600, ge=10, le=20_000, doc="held-out hard problems (easy: n_eval/2, task B: n_eval/3)")
-    n_eval_samples: int = knob(4, ge=1, le=64, doc="samples per problem for the sampled accuracy (τ)")
+    n_eval_samples: int = knob(16, ge=1, le=64, doc="samples per problem for the sampled accuracy at τ (the primary metric)")
     gsnr_prompts: int = knob(32, ge=2, le=1024, doc="held-out prompts of the GSNR metric")
     gsnr_rollouts: int = knob(8, ge=2, le=64, doc="R: rollouts per prompt of the GSNR metric")
     gsnr_temperature: float = knob(0.2, gt=0, le=5, doc="sampling temperature of the GSNR rollouts")
@@ -61,6 +62,10 @@ class Config(BaseConfig):
     def check(self) -> None:
         if self.d_model % 4:
             self.fail("d_model", f"must be divisible by the 4 attention heads; got {self.d_model}")
+        from .tasks import completion_len
+        if self.max_new_tokens < completion_len(self.trace_stride):
+            self.fail("max_new_tokens", f"must be >= {completion_len(self.trace_stride)}, the length of a task-A "
+                      f"completion at trace_stride={self.trace_stride}; got {self.max_new_tokens}")
         if self.loop_weighting in self.ablation_weightings:
             self.fail("ablation_weightings", f"repeats the main arm {self.loop_weighting!r}; "
                       f"list only extra weightings")

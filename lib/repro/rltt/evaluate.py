@@ -29,7 +29,7 @@ import torch
 from .decode import generate
 from .model import LoopedLM
 from .rl import group_advantages, join_completions
-from .tasks import TOK, Problem, batch_rewards, exact_match
+from .tasks import TOK, Problem, batch_rewards, exact_match, lucky_guesses
 
 
 def _stack(problems: Sequence[Problem]) -> tuple[torch.Tensor, np.ndarray]:
@@ -38,13 +38,23 @@ def _stack(problems: Sequence[Problem]) -> tuple[torch.Tensor, np.ndarray]:
 
 def task_a_correct(model: LoopedLM, problems: Sequence[Problem], max_new: int, n_loops: int | None = None,
                    temperature: float | None = None, n_samples: int = 1,
-                   generator: torch.Generator | None = None) -> np.ndarray:
-    """Rewards of task-A problems: [n] greedy, or [n, n_samples] sampled at ``temperature``."""
+                   generator: torch.Generator | None = None, stride: int | None = None):
+    """Rewards of task-A problems: [n] greedy, or [n, n_samples] sampled at ``temperature``.
+
+    With ``stride`` (the task's trace stride) also return the lucky guesses of the same shape: rewarded
+    completions whose trace is not the reference (:func:`repro.rltt.tasks.lucky_guesses`)."""
     prompts, answers = _stack(problems)
+    reps = 1 if temperature is None else n_samples
     if temperature is None:
-        return batch_rewards(generate(model, prompts, max_new, n_loops=n_loops).numpy(), answers)
-    comp = generate(model, prompts, max_new, temperature, generator, n_loops, repeats=n_samples)
-    return batch_rewards(comp.numpy(), np.repeat(answers, n_samples)).reshape(len(problems), n_samples)
+        comp = generate(model, prompts, max_new, n_loops=n_loops).numpy()
+    else:
+        comp = generate(model, prompts, max_new, temperature, generator, n_loops, repeats=n_samples).numpy()
+    r = batch_rewards(comp, np.repeat(answers, reps))
+    shape = (len(problems),) if temperature is None else (len(problems), n_samples)
+    if stride is None:
+        return r.reshape(shape)
+    lucky = lucky_guesses(comp, prompts.repeat_interleave(reps, 0).numpy(), stride)
+    return r.reshape(shape), lucky.reshape(shape)
 
 
 def task_b_correct(model: LoopedLM, problems: Sequence[Problem], max_new: int, n_loops: int | None = None
@@ -83,23 +93,40 @@ def mean_exit_pdf(model: LoopedLM, problems: Sequence[Problem]) -> np.ndarray:
 
 
 def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int, n_samples: int,
-                   temperature: float, sample_seed: int = 0) -> dict:
-    """Every held-out number of one model (the same problems and sampling seed for every model)."""
+                   temperature: float, sample_seed: int = 0, stride: int = 1) -> dict:
+    """Every held-out number of one model (the same problems and sampling random numbers for every model).
+
+    Hard split: greedy and sampled accuracy (``n_samples`` per problem at ``temperature``, the primary metric),
+    each also decoding with only t loops (``per_loop``, ``per_loop_sampled``; the last entry is the full
+    model), lucky guesses among the sampled rewards, accuracy by depth; easy split and task B greedy; the mean
+    exit distribution. The sampling generator of loop depth t is seeded by (``sample_seed``, t) alone, so
+    every model draws the same random numbers (common random numbers make the paired differences sharper).
+    """
+    T = model.t_max
     hard = task_a_correct(model, sets["hard"], max_new)
     easy = task_a_correct(model, sets["easy"], max_new)
-    gen = torch.Generator().manual_seed(sample_seed)
-    sampled = task_a_correct(model, sets["hard"], max_new, temperature=temperature, n_samples=n_samples,
-                             generator=gen)
+    per_loop = [float(task_a_correct(model, sets["hard"], max_new, n_loops=t).mean()) for t in range(1, T)]
+    per_loop.append(float(hard.mean()))
+    per_loop_s, lucky = [], None
+    for t in range(1, T + 1):
+        gen = torch.Generator().manual_seed(int(sample_seed) * 1000 + 17 * t + 5)
+        r, lk = task_a_correct(model, sets["hard"], max_new, n_loops=t, temperature=temperature,
+                               n_samples=n_samples, generator=gen, stride=stride)
+        per_loop_s.append(float(r.mean()))
+        if t == T:
+            sampled, lucky = r, lk
     depth_h = np.array([p.depth for p in sets["hard"]])
     depth_e = np.array([p.depth for p in sets["easy"]])
     by_depth = {int(d): float(easy[depth_e == d].mean()) for d in np.unique(depth_e)}
     by_depth |= {int(d): float(hard[depth_h == d].mean()) for d in np.unique(depth_h)}
-    per_loop = [float(task_a_correct(model, sets["hard"], max_new, n_loops=t).mean()) for t in range(1, model.t_max)]
-    per_loop.append(float(hard.mean()))
+    n_rew = int(sampled.sum())
     return {
         "hard": float(hard.mean()), "easy": float(easy.mean()), "hard_sampled": float(sampled.mean()),
         "B": float(task_b_correct(model, sets["B"], max_new).mean()), "per_loop": per_loop,
-        "by_depth": by_depth, "exit_pdf": mean_exit_pdf(model, sets["hard"]).tolist(),
+        "per_loop_sampled": per_loop_s, "by_depth": by_depth,
+        "lucky": int(lucky.sum()), "rewarded": n_rew, "samples": int(sampled.size),
+        "lucky_frac": float(lucky.sum() / max(n_rew, 1)),
+        "exit_pdf": mean_exit_pdf(model, sets["hard"]).tolist(),
     }
 
 

@@ -1,13 +1,10 @@
-"""The chapter's experiment: SFT once, then GRPO and RLTT from it over paired seeds, then every metric
-and the claims of the card (C1–C5) computed from the measured numbers.
+"""The chapter's experiment: SFT once, then GRPO and RLTT from it over paired seeds, then every metric.
 
-The notebook calls :func:`run_experiment` and the ``claim_c*`` helpers; each helper returns the claim's
-numbers, whether the card's condition is met, and — where the card says so — why the run cannot decide.
-Thresholds are the card's (``THRESHOLDS``), never tuned.
+The notebook calls :func:`run_experiment`; the claims and controls are decided from its numbers in
+:mod:`repro.rltt.verdicts`.
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -16,19 +13,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from repro.common.stats import mean_ci, paired_summary
+from repro.common.stats import paired_summary
 
 from .evaluate import evaluate_model, gsnr
 from .model import LoopedLM
 from .rl import RLRun, train_rl
 from .tasks import Problem
-
-THRESHOLDS = {
-    "C1_min_win_frac": 0.8,     # RLTT > GRPO on hard greedy accuracy in >= 4 of 5 seeds
-    "C2_max_ratio": 1.10,       # median wall time per RL step, RLTT / GRPO
-    "C3_min_win_frac": 0.8,     # intermediate-loop gain RLTT − GRPO > 0 in >= 4 of 5 seeds
-    "C4_tolerance": 0.01,       # task B: RLTT >= GRPO − 1 point
-}
 
 
 def paired_t(a: np.ndarray, b: np.ndarray) -> tuple[float, tuple[float, float], float]:
@@ -58,11 +48,42 @@ class Experiment:
         seeds = sorted(self.evals[self.evals.method == "grpo"].seed)
         return np.array([d.loc[s, col] for s in seeds if s in d.index])
 
+    def loops(self, method: str, sampled: bool = True) -> np.ndarray:
+        """Per-seed accuracy of the intermediate loops t = 1..T−1 on the hard split: [seeds, T−1]."""
+        col = "sloop" if sampled else "loop"
+        cols = [self.metric(method, f"{col}{t}") for t in range(1, self.t_max)]
+        return np.stack(cols, 1) if cols else np.zeros((len(self.metric(method, "hard")), 0))
+
+    def step_seconds(self, method: str) -> dict[str, float]:
+        """Median wall seconds per RL step of ``method`` over all its seeds: rollout, update, and both."""
+        logs = [log for (s, m), log in self.logs.items() if m == method]
+        ro = [v for log in logs for v in log["rollout_s"]]
+        up = [v for log in logs for v in log["update_s"]]
+        both = [a + b for log in logs for a, b in zip(log["rollout_s"], log["update_s"])]
+        return {"rollout": float(np.median(ro)), "update": float(np.median(up)), "step": float(np.median(both))}
+
+    def lucky_table(self) -> pd.DataFrame:
+        """Lucky guesses (rewarded with a wrong trace): in the held-out sampled evaluation per method (seed
+        totals), and among the training rollouts of each RL method."""
+        rows = []
+        for m, d in self.evals.groupby("method", sort=False):
+            train = [log for (s, mm), log in self.logs.items() if mm == m]
+            tl, tr = sum(sum(log["lucky"]) for log in train), sum(sum(log["rewarded"]) for log in train)
+            rows.append({"method": m, "eval samples": int(d.samples.sum()), "eval rewarded": int(d.rewarded.sum()),
+                         "eval lucky": int(d.lucky.sum()),
+                         "eval lucky / rewarded": float(d.lucky.sum() / max(d.rewarded.sum(), 1)),
+                         "train rewarded": int(tr) if train else None, "train lucky": int(tl) if train else None,
+                         "train lucky / rewarded": float(tl / max(tr, 1)) if train else float("nan")})
+        return pd.DataFrame(rows).set_index("method")
+
 
 def _row(seed: int, method: str, ev: dict, gs: dict) -> dict:
-    row = {"seed": seed, "method": method, **{k: ev[k] for k in ("hard", "easy", "hard_sampled", "B")}}
+    row = {"seed": seed, "method": method,
+           **{k: ev[k] for k in ("hard", "easy", "hard_sampled", "B", "lucky", "rewarded", "samples", "lucky_frac")}}
     for t, v in enumerate(ev["per_loop"], 1):
         row[f"loop{t}"] = v
+    for t, v in enumerate(ev["per_loop_sampled"], 1):
+        row[f"sloop{t}"] = v
     for d, v in ev["by_depth"].items():
         row[f"depth{d}"] = v
     for t, v in enumerate(ev["exit_pdf"], 1):
@@ -83,7 +104,7 @@ def run_experiment(cfg, sft: LoopedLM, sets: dict[str, list[Problem]],
 
     def measure(model: LoopedLM, ev: dict | None = None) -> tuple[dict, dict]:
         ev = ev or evaluate_model(model, sets, cfg.max_new_tokens, cfg.n_eval_samples, cfg.temperature,
-                                  sample_seed=cfg.seed)
+                                  sample_seed=cfg.seed, stride=cfg.trace_stride)
         gs = gsnr(model, gs_prompts, gs_answers, cfg.gsnr_rollouts, cfg.gsnr_temperature, cfg.max_new_tokens,
                   torch.Generator().manual_seed(cfg.seed + 7))
         return ev, gs
@@ -106,115 +127,6 @@ def run_experiment(cfg, sft: LoopedLM, sets: dict[str, list[Problem]],
     evals = pd.DataFrame(rows)
     return Experiment(evals, logs, cfg.loop_weighting, cfg.t_max,
                       {"rl_train": t_train, "rl_eval": t_eval, "total": time.perf_counter() - t0})
-
-
-# ----------------------------------------------------------------------------- claims
-
-def _ci_has_zero(x: np.ndarray) -> bool:
-    m, h = mean_ci(x)
-    return bool(m - h <= 0 <= m + h)
-
-
-def _ci(x: np.ndarray) -> list[float]:
-    m, h = mean_ci(np.asarray(x, float))
-    return [float(m - h), float(m + h)]
-
-
-def claim_c1(exp: Experiment, sft_hard: float) -> dict:
-    """C1: RLTT beats GRPO on hard greedy accuracy in >= 4 of 5 seeds; paired difference, CI, t-test."""
-    r, g = exp.metric(exp.main, "hard"), exp.metric("grpo", "hard")
-    n = len(g)
-    wins = int((r > g).sum())
-    out = {"numbers": {"seeds": n, "RLTT wins": wins, "RLTT hard": float(r.mean()), "GRPO hard": float(g.mean()),
-                       "SFT hard": sft_hard}, "holds": wins >= math.ceil(THRESHOLDS["C1_min_win_frac"] * n),
-           "inconclusive": None}
-    if n < 2:
-        out["inconclusive"] = f"{n} seed: a paired comparison over seeds needs at least 2 (the full profile runs 5)"
-        return out
-    d, ci, p = paired_t(r, g)
-    gain = g - sft_hard
-    out["numbers"] |= {"mean diff": d, "diff ci95": list(ci), "t-test p": p,
-                       "GRPO gain over SFT": float(gain.mean()), "GRPO gain ci95": _ci(gain)}
-    if not out["holds"] and _ci_has_zero(gain):
-        out["inconclusive"] = ("GRPO's own gain over SFT is inside seed noise (its 95 % CI contains 0), so RL "
-                               "barely moved greedy accuracy and the comparison cannot separate the methods (card's rule)")
-    return out
-
-
-def claim_c2(exp: Experiment, smoke: bool) -> dict:
-    """C2: median wall time per RL step (rollout + update) of RLTT <= 1.10 × GRPO's, same rollouts."""
-    def med(m, key):
-        vals = [v for (s, mm), log in exp.logs.items() if mm == m for v in log[key]]
-        return float(np.median(vals))
-    step = {m: float(np.median([a + b for (s, mm), log in exp.logs.items() if mm == m
-                                for a, b in zip(log["rollout_s"], log["update_s"])])) for m in ("grpo", exp.main)}
-    ratio = step[exp.main] / step["grpo"]
-    nums = {"RLTT step": f"{1e3 * step[exp.main]:.1f} ms", "GRPO step": f"{1e3 * step['grpo']:.1f} ms",
-            "RLTT update": f"{1e3 * med(exp.main, 'update_s'):.1f} ms",
-            "GRPO update": f"{1e3 * med('grpo', 'update_s'):.1f} ms",
-            "RLTT rollout": f"{1e3 * med(exp.main, 'rollout_s'):.1f} ms",
-            "GRPO rollout": f"{1e3 * med('grpo', 'rollout_s'):.1f} ms"}
-    if smoke:
-        return {"numbers": nums, "holds": None, "ratio": ratio,
-                "inconclusive": "smoke profile: a few steps of a tiny model are timing noise (and timings are "
-                                "kept out of the determinism check); the full profile decides"}
-    return {"numbers": {"RLTT/GRPO": ratio, **nums}, "holds": ratio <= THRESHOLDS["C2_max_ratio"],
-            "ratio": ratio, "inconclusive": None}
-
-
-def claim_c3(exp: Experiment, sft_loops: np.ndarray) -> dict:
-    """C3: mean gain over loops t < T of RLTT minus GRPO > 0 in >= 4 of 5 seeds."""
-    T = exp.t_max
-    cols = [f"loop{t}" for t in range(1, T)]
-    if not cols:
-        return {"numbers": {}, "holds": None, "inconclusive": "T_max = 1 has no intermediate loop"}
-    def gain(m):
-        return np.mean([exp.metric(m, c) - sft_loops[t] for t, c in enumerate(cols)], axis=0)
-    gr, gg = gain(exp.main), gain("grpo")
-    d = gr - gg
-    n = len(d)
-    wins = int((d > 0).sum())
-    out = {"numbers": {"seeds": n, "RLTT wins": wins, "RLTT gain t<T": float(gr.mean()),
-                       "GRPO gain t<T": float(gg.mean())},
-           "holds": wins >= math.ceil(THRESHOLDS["C3_min_win_frac"] * n), "inconclusive": None}
-    if n < 2:
-        out["inconclusive"] = f"{n} seed: a paired comparison over seeds needs at least 2 (the full profile runs 5)"
-        return out
-    md, ci, p = paired_t(gr, gg)
-    out["numbers"] |= {"mean diff": md, "diff ci95": list(ci), "t-test p": p,
-                       "RLTT gain ci95": _ci(gr), "GRPO gain ci95": _ci(gg)}
-    if not out["holds"] and _ci_has_zero(gr) and _ci_has_zero(gg):
-        out["inconclusive"] = ("neither method's intermediate-loop gain over SFT exceeds seed noise (both 95 % CIs "
-                               "contain 0), the card's rule for an undecidable C3")
-    return out
-
-
-def claim_c4(exp: Experiment, sft_b: float, smoke: bool) -> dict:
-    """C4: task-B accuracy of RLTT >= GRPO's − 1 point (mean over seeds)."""
-    r, g = exp.metric(exp.main, "B"), exp.metric("grpo", "B")
-    nums = {"RLTT task B": float(r.mean()), "GRPO task B": float(g.mean()), "SFT task B": sft_b}
-    if len(g) > 1:
-        d, ci, p = paired_t(r, g)
-        nums |= {"mean diff": d, "diff ci95": list(ci), "t-test p": p}
-    holds = float(r.mean()) >= float(g.mean()) - THRESHOLDS["C4_tolerance"]
-    return {"numbers": nums, "holds": holds,
-            "inconclusive": "smoke profile: a few RL steps from a barely trained model cannot show transfer"
-            if smoke else None}
-
-
-def claim_c5(exp: Experiment, smoke: bool) -> dict:
-    """C5: mean log-GSNR of the RLTT-trained checkpoints >= the GRPO-trained ones (same GRPO loss for both)."""
-    r, g = exp.metric(exp.main, "log_gsnr"), exp.metric("grpo", "log_gsnr")
-    nums = {"RLTT log-GSNR": float(r.mean()), "GRPO log-GSNR": float(g.mean()),
-            "RLTT zero-var frac": float(exp.metric(exp.main, "gsnr_zero_frac").mean()),
-            "GRPO zero-var frac": float(exp.metric("grpo", "gsnr_zero_frac").mean()),
-            "RLTT log-GSNR (non-zero)": float(np.nanmean(exp.metric(exp.main, "log_gsnr_nonzero"))),
-            "GRPO log-GSNR (non-zero)": float(np.nanmean(exp.metric("grpo", "log_gsnr_nonzero")))}
-    if len(g) > 1:
-        d, ci, p = paired_t(r, g)
-        nums |= {"mean diff": d, "diff ci95": list(ci), "t-test p": p}
-    return {"numbers": nums, "holds": float(r.mean()) >= float(g.mean()),
-            "inconclusive": "smoke profile: a few RL steps from a barely trained model" if smoke else None}
 
 
 def reward_curves(exp: Experiment, method: str, window: int = 10) -> np.ndarray:

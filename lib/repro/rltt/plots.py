@@ -48,17 +48,18 @@ def reward_panel(ax: plt.Axes, exp: Experiment, methods: Sequence[str], window: 
     ax.legend()
 
 
-def per_loop_heatmap(ax: plt.Axes, exp: Experiment, methods: Sequence[str]) -> np.ndarray:
-    """Hard-split greedy accuracy decoding with t loops: rows t, columns methods (mean over seeds)."""
+def per_loop_heatmap(ax: plt.Axes, exp: Experiment, methods: Sequence[str], sampled: bool = False) -> np.ndarray:
+    """Hard-split accuracy decoding with t loops (greedy, or sampled at τ): rows t, columns methods (seed mean)."""
     T = exp.t_max
-    M = np.array([[exp.evals[exp.evals.method == m][f"loop{t}"].mean() for m in methods] for t in range(1, T + 1)])
+    col = "sloop" if sampled else "loop"
+    M = np.array([[exp.evals[exp.evals.method == m][f"{col}{t}"].mean() for m in methods] for t in range(1, T + 1)])
     im = ax.imshow(M, cmap="viridis", vmin=0, vmax=1, aspect="auto")
     for (i, j), v in np.ndenumerate(M):
         ax.text(j, i, f"{100 * v:.1f}", ha="center", va="center", color="w" if v < 0.6 else "k", fontsize=10)
     ax.set_xticks(range(len(methods)), [label(m) for m in methods], rotation=15)
     ax.set_yticks(range(T), [f"t = {t}" for t in range(1, T + 1)])
     ax.set_ylabel("loops used for every token")
-    ax.set_title("Per-loop greedy accuracy, hard split (%)")
+    ax.set_title(f"Per-loop {'sampled (τ)' if sampled else 'greedy'} accuracy, hard split (%)")
     ax.grid(False)
     plt.colorbar(im, ax=ax, label="accuracy")
     return M
@@ -99,21 +100,37 @@ def timing_panel(ax: plt.Axes, exp: Experiment, methods: Sequence[str]) -> pd.Da
     return df
 
 
-def gsnr_panel(ax: plt.Axes, exp: Experiment, methods: Sequence[str]) -> None:
-    """Per-prompt log-GSNR pooled over seeds (zero-variance prompts sit at log 1e-8 ≈ −18.4)."""
-    data = [np.concatenate([np.asarray(v) for v in exp.evals[exp.evals.method == m].gsnr_values]) for m in methods]
-    bp = ax.boxplot(data, patch_artist=True, widths=0.5, showfliers=False)
-    jitter = np.random.default_rng(0)
-    for k, (patch, m) in enumerate(zip(bp["boxes"], methods)):
-        patch.set_facecolor(style.color(m))
-        patch.set_alpha(0.35)
-        ax.scatter(k + 1 + jitter.uniform(-0.18, 0.18, len(data[k])), data[k], s=8, color=style.color(m), alpha=0.6,
-                   zorder=3)
-    ax.axhline(np.log(1e-8), color="k", lw=0.8, ls=":")
-    ax.text(0.55, np.log(1e-8) + 0.4, "all 8 rewards equal (GSNR 0)", fontsize=8)
-    ax.set_xticks(range(1, len(methods) + 1), [label(m) for m in methods], rotation=10)
-    ax.set_ylabel("log GSNR per prompt (final-loop logit gradients)")
-    ax.set_title("Gradient signal-to-noise ratio")
+GSNR_FLOOR = float(np.log(1e-8))   # log GSNR of a prompt whose rewards are all equal (Â = 0, gradient 0)
+
+
+def gsnr_panels(ax_share: plt.Axes, ax_hist: plt.Axes, exp: Experiment, methods: Sequence[str]) -> pd.DataFrame:
+    """The GSNR metric in its two parts: the share of prompts at the floor (all rewards equal, GSNR 0), with a
+    95 % CI over seeds, and a histogram of log GSNR over the prompts that carry signal (pooled over seeds)."""
+    rows = []
+    finite = [np.concatenate([np.asarray(v) for v in exp.evals[exp.evals.method == m].gsnr_values]) for m in methods]
+    rest_all = np.concatenate([f[f > GSNR_FLOOR + 1e-6] for f in finite]) if finite else np.zeros(0)
+    bins = np.linspace(rest_all.min(), rest_all.max(), 21) if rest_all.size > 1 else 10
+    for k, m in enumerate(methods):
+        d = exp.evals[exp.evals.method == m]
+        share = np.array([np.mean(np.asarray(v) <= GSNR_FLOOR + 1e-6) for v in d.gsnr_values])
+        mean, half = mean_ci(share) if len(share) > 1 else (share.mean(), 0.0)
+        ax_share.bar(k, mean, 0.6, yerr=half, capsize=3, color=style.color(m), label=label(m))
+        rest = finite[k][finite[k] > GSNR_FLOOR + 1e-6]
+        if rest.size:
+            ax_hist.hist(rest, bins=bins, histtype="step", lw=1.8, color=style.color(m),
+                         label=f"{label(m)} ({rest.size} prompts)")
+        rows.append({"method": m, "share at floor": float(mean),
+                     "mean log GSNR (signal prompts)": float(rest.mean()) if rest.size else float("nan"),
+                     "mean log GSNR (all, the repo's metric)": float(d.log_gsnr.mean())})
+    ax_share.set_xticks(range(len(methods)), [label(m) for m in methods], rotation=10)
+    ax_share.set_ylim(0, 1)
+    ax_share.set_ylabel("share of prompts with all rewards equal")
+    ax_share.set_title("GSNR = 0 (log = −18.4): no signal")
+    ax_hist.set_xlabel("log GSNR per prompt (final-loop logit gradients)")
+    ax_hist.set_ylabel("prompts (pooled over seeds)")
+    ax_hist.set_title("GSNR of the prompts that carry signal")
+    ax_hist.legend(fontsize=8)
+    return pd.DataFrame(rows).set_index("method")
 
 
 def exit_panel(ax: plt.Axes, exp: Experiment, methods: Sequence[str]) -> None:

@@ -26,7 +26,7 @@ import torch
 
 from .decode import completion_mask, generate
 from .model import LoopedLM
-from .tasks import PROMPT_LEN_A, TOK, batch_rewards, chain_batch
+from .tasks import PROMPT_LEN_A, TOK, batch_rewards, chain_batch, lucky_guesses
 
 STRATEGIES = ("grpo", "uniform", "progressive", "exit_pdf", "exit_pdf_detached", "learned")
 
@@ -197,6 +197,8 @@ def rl_step(run: RLRun, ref: LoopedLM, prompts: torch.Tensor, answers: np.ndarra
     model.eval()
     ids, mask, comp = sample_rollouts(model, prompts, cfg.group_size, cfg.temperature, cfg.max_new_tokens, generator)
     rewards = torch.from_numpy(batch_rewards(comp.numpy(), np.repeat(answers, cfg.group_size)))
+    lucky = lucky_guesses(comp.numpy(), prompts.repeat_interleave(cfg.group_size, 0).numpy(),
+                          getattr(cfg, "trace_stride", 1))
     t1 = time.perf_counter()
     model.train()
     adv = group_advantages(rewards, cfg.group_size)
@@ -219,7 +221,7 @@ def rl_step(run: RLRun, ref: LoopedLM, prompts: torch.Tensor, answers: np.ndarra
     zero_var = rewards.view(-1, cfg.group_size).std(1) == 0
     m = tmask.float()
     ep_mean = None if exit_pdf is None else ((exit_pdf.detach() * m[..., None]).sum((0, 1)) / m.sum()).tolist()
-    run.append(reward=float(rewards.mean()), zero_var=float(zero_var.float().mean()), kl=info.get("kl", 0.0),
+    run.append(reward=float(rewards.mean()), lucky=int(lucky.sum()), rewarded=int(rewards.sum()), zero_var=float(zero_var.float().mean()), kl=info.get("kl", 0.0),
                pg=info["pg"], grad_norm=float(gnorm), rollout_s=t1 - t0, update_s=t2 - t1, exit_pdf=ep_mean)
 
 

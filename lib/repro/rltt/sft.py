@@ -31,7 +31,7 @@ from .model import LoopOutput, LoopedLM, build_model
 from .tasks import TOK, sft_batch
 
 SFT_FIELDS = ("t_max", "d_model", "layers_per_loop", "sft_steps", "sft_batch", "sft_lr", "sft_ent_coef",
-              "pad_slots", "max_new_tokens", "seed")
+              "pad_slots", "trace_stride", "max_new_tokens", "seed")
 
 
 def ouro_sft_loss(out: LoopOutput, targets: torch.Tensor, mask: torch.Tensor, ent_coef: float = 0.05
@@ -60,7 +60,8 @@ def train_sft(model: LoopedLM, cfg, log_every: int = 10) -> dict[str, Any]:
     t0 = time.perf_counter()
     model.train()
     for step in range(cfg.sft_steps):
-        x, y, m = (torch.from_numpy(a) for a in sft_batch(rng, cfg.sft_batch, cfg.pad_slots))
+        x, y, m = (torch.from_numpy(a) for a in sft_batch(rng, cfg.sft_batch, cfg.pad_slots,
+                                                                          stride=cfg.trace_stride))
         loss, info = ouro_sft_loss(model(x), y, m, cfg.sft_ent_coef)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -110,3 +111,20 @@ def load_or_train_sft(cfg) -> tuple[LoopedLM, dict[str, Any]]:
         torch.save({"state": model.state_dict(), "history": history}, tmp)
         tmp.replace(path)
     return model, {**history, "source": "trained in this run"}
+
+
+#: The card's window for the SFT checkpoint's hard greedy accuracy: enough reward variance for GRPO's groups.
+SFT_WINDOW = (0.25, 0.75)
+
+
+def check_sft(cfg, info: dict[str, Any], hard_greedy: float) -> dict[str, bool]:
+    """The SFT checkpoint ran to the end of its schedule and its hard greedy accuracy lies in the card's
+    25–75 % window. Raises ``AssertionError`` outside the smoke profile (whose 60-step SFT is not meant to
+    learn the task); returns both checks."""
+    ran = bool(info.get("step") and info["step"][-1] == cfg.sft_steps)
+    inside = SFT_WINDOW[0] <= hard_greedy <= SFT_WINDOW[1]
+    if cfg.profile != "smoke":
+        assert ran, f"SFT stopped at step {info.get('step', [None])[-1]} of its {cfg.sft_steps}-step schedule"
+        assert inside, (f"SFT hard greedy accuracy {hard_greedy:.3f} is outside the card's window "
+                        f"{SFT_WINDOW}: move sft_steps (the card: by ±100) until it lies inside")
+    return {"ran to the end of its schedule": ran, "inside the card's 25-75 % window": inside}

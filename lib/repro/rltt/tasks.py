@@ -4,9 +4,13 @@
 operations, ``a0 o1 a1 o2 a2 … o6 a6 =``, digits 0–9, operators {+, −, ×} mod 10, evaluated left to
 right. A depth-d problem has d random operations in d slots of the six; the other slots read ``+ 0``
 (in random slots by default, so that no slot is exercised only by the deepest problems). The completion
-is the five intermediate results, ``#``, the final result and ``<eos>``, e.g. ``3 1 8 8 8 # 8 <eos>``.
-The reward is 1 iff the token right after the first ``#`` is the true result; the paper's math reward
-likewise reads only the final answer.
+is a trace of intermediate results, ``#``, the final result and ``<eos>``. With ``stride`` s the trace
+writes every s-th running result: s = 1 (the card's trace) gives all five, ``3 1 8 8 8 # 8 <eos>``;
+s = 2 (the chapter's default, issue 14) gives results 2 and 4, ``1 8 # 8 <eos>``, so every written token
+needs *two* operations of latent work, which is what gives the loops something to do (with s = 1 one
+operation per token is solved by two loops and loops 3-4 read out the same answer). The reward is 1 iff
+the token right after the first ``#`` is the true result; the paper's math reward likewise reads only the
+final answer. A rewarded completion whose trace is wrong is a *lucky guess* (:func:`lucky_guesses`).
 
 **Task B (transfer, never used in RL):** ``S`` or ``R``, 4–8 digits, ``=``; the completion is ``#``, the
 digits sorted (S) or reversed (R), ``<eos>``; scored by exact match.
@@ -24,7 +28,20 @@ import numpy as np
 TOKENS = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "-", "*", "=", "#", "S", "R", "<eos>", "<pad>")
 N_OPS = 6
 PROMPT_LEN_A = 2 * N_OPS + 2          # a0, six (op, digit) pairs, '='
-COMPLETION_LEN_A = N_OPS + 2          # five intermediate results, '#', result, '<eos>'
+COMPLETION_LEN_A = N_OPS + 2          # stride 1: five intermediate results, '#', result, '<eos>'
+STRIDES = (1, 2, 3)
+
+
+def trace_slots(stride: int = 1) -> list[int]:
+    """Indices (0-based, of the six running results) written before ``#``: every ``stride``-th but the last."""
+    if stride not in STRIDES:
+        raise ValueError(f"stride must be one of {STRIDES}; got {stride}")
+    return list(range(stride - 1, N_OPS - 1, stride))
+
+
+def completion_len(stride: int = 1) -> int:
+    """Tokens of a task-A completion: the trace, ``#``, the result, ``<eos>``."""
+    return len(trace_slots(stride)) + 3
 
 
 class Tokenizer:
@@ -74,9 +91,10 @@ def apply_op(acc: np.ndarray, op: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(op == TOK.PLUS, acc + b, np.where(op == TOK.MINUS, acc - b, acc * b)) % 10
 
 
-def chain_batch(rng: np.random.Generator, depths: Sequence[int] | np.ndarray, pad_slots: str = "random"
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``len(depths)`` task-A problems at once: prompts [n, 14], completions [n, 8], answers [n].
+def chain_batch(rng: np.random.Generator, depths: Sequence[int] | np.ndarray, pad_slots: str = "random",
+                stride: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``len(depths)`` task-A problems at once: prompts [n, 14], completions [n, completion_len(stride)],
+    answers [n]. The random draws do not depend on ``stride`` (same prompts for every trace).
 
     Slot choice: a depth-d problem draws d of the six slots (``pad_slots="random"``) or takes the first
     d (``"end"``, the pilot's original layout, which left slot 6 to depth-6 problems only); each chosen
@@ -109,16 +127,17 @@ def chain_batch(rng: np.random.Generator, depths: Sequence[int] | np.ndarray, pa
     prompts[:, 2:-1:2] = digits
     prompts[:, -1] = TOK.EQ
     completions = np.concatenate(
-        [results[:, :-1], np.full((n, 1), TOK.HASH), results[:, -1:], np.full((n, 1), TOK.EOS)], axis=1)
+        [results[:, trace_slots(stride)], np.full((n, 1), TOK.HASH), results[:, -1:], np.full((n, 1), TOK.EOS)],
+        axis=1)
     return prompts, completions, results[:, -1].copy()
 
 
-def make_chain_problem(rng: np.random.Generator, depth: int, n_ops: int = N_OPS, pad_slots: str = "random"
-                       ) -> Problem:
+def make_chain_problem(rng: np.random.Generator, depth: int, n_ops: int = N_OPS, pad_slots: str = "random",
+                       stride: int = 1) -> Problem:
     """One task-A problem of the given depth (``n_ops`` is fixed at 6 by the task's design)."""
     if n_ops != N_OPS:
         raise ValueError(f"task A has exactly {N_OPS} operations; got n_ops={n_ops}")
-    p, c, a = chain_batch(rng, [depth], pad_slots)
+    p, c, a = chain_batch(rng, [depth], pad_slots, stride)
     return Problem(p[0].tolist(), c[0].tolist(), int(a[0]), int(depth), "A")
 
 
@@ -166,15 +185,19 @@ def exact_match(completion: Sequence[int], reference: Sequence[int]) -> float:
     return float(truncate_at_eos(completion) == list(reference))
 
 
-def trace_is_consistent(prompt: Sequence[int], completion: Sequence[int]) -> bool:
-    """Every intermediate result of a task-A completion follows from the prompt and the previous result."""
-    acc = int(prompt[0])
-    results = [int(t) for t in completion[:N_OPS - 1]] + [int(completion[N_OPS])]
+def trace_is_consistent(prompt: Sequence[int], completion: Sequence[int], stride: int = 1) -> bool:
+    """Every written result of a task-A completion (trace and answer) follows from the prompt by running
+    the six operations left to right, and the completion has the trace's layout."""
+    slots = trace_slots(stride)
+    if len(completion) != len(slots) + 3:
+        return False
+    acc, running = int(prompt[0]), []
     for k in range(N_OPS):
         acc = int(apply_op(np.array(acc), np.array(prompt[1 + 2 * k]), np.array(prompt[2 + 2 * k])))
-        if results[k] != acc:
-            return False
-    return completion[N_OPS - 1] == TOK.HASH and completion[-1] == TOK.EOS
+        running.append(acc)
+    written = [int(t) for t in completion[:len(slots)]] + [int(completion[len(slots) + 1])]
+    return (written == [running[k] for k in slots] + [running[-1]] and completion[len(slots)] == TOK.HASH
+            and completion[-1] == TOK.EOS)
 
 
 def batch_rewards(completions: np.ndarray, answers: np.ndarray) -> np.ndarray:
@@ -192,11 +215,37 @@ def batch_rewards(completions: np.ndarray, answers: np.ndarray) -> np.ndarray:
     return (ok & (tok == np.asarray(answers))).astype(np.float64)
 
 
+def chain_reference(prompts: np.ndarray, stride: int = 1) -> np.ndarray:
+    """The reference completions [n, completion_len(stride)] of task-A ``prompts`` [n, 14], recomputed."""
+    p = np.asarray(prompts)
+    acc = p[:, 0].copy()
+    results = np.empty((len(p), N_OPS), dtype=np.int64)
+    for k in range(N_OPS):
+        acc = apply_op(acc, p[:, 1 + 2 * k], p[:, 2 + 2 * k])
+        results[:, k] = acc
+    n = len(p)
+    return np.concatenate([results[:, trace_slots(stride)], np.full((n, 1), TOK.HASH), results[:, -1:],
+                           np.full((n, 1), TOK.EOS)], axis=1)
+
+
+def lucky_guesses(completions: np.ndarray, prompts: np.ndarray, stride: int = 1) -> np.ndarray:
+    """Rewarded task-A completions whose text up to ``<eos>`` is not the reference (a wrong trace, or the right
+    answer after a malformed one): a reward the written reasoning does not support. With ten possible answers,
+    a wrong computation still lands on the right digit about one time in ten. ``completions`` [n, m] as
+    generated (rows matching ``prompts`` [n, 14]). Returns booleans [n]."""
+    c = np.asarray(completions)
+    ref = chain_reference(prompts, stride)
+    rewarded = batch_rewards(c, ref[:, len(trace_slots(stride)) + 1]) > 0
+    k, m = ref.shape[1], c.shape[1]
+    head = c[:, :k] if m >= k else np.pad(c, ((0, 0), (0, k - m)), constant_values=TOK.PAD)
+    return rewarded & ~(head == ref).all(1)
+
+
 # ----------------------------------------------------------------------------- batches
 
 def sft_batch(rng: np.random.Generator, batch: int, pad_slots: str = "random", frac_a: float = 0.7,
-              depths: Sequence[int] = (2, 3, 4, 5, 6), depth_probs: Sequence[float] = (.30, .25, .20, .15, .10)
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              depths: Sequence[int] = (2, 3, 4, 5, 6), depth_probs: Sequence[float] = (.30, .25, .20, .15, .10),
+              stride: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One SFT batch: inputs [B, L], next-token targets [B, L], and the mask of completion targets.
 
     ``frac_a`` of the rows are task A with the card's depth mix, the rest task B; rows are right-padded
@@ -206,7 +255,7 @@ def sft_batch(rng: np.random.Generator, batch: int, pad_slots: str = "random", f
     seqs: list[np.ndarray] = []
     plen: list[int] = []
     if n_a:
-        p, c, _ = chain_batch(rng, sample_depths(rng, n_a, depths, depth_probs), pad_slots)
+        p, c, _ = chain_batch(rng, sample_depths(rng, n_a, depths, depth_probs), pad_slots, stride)
         seqs += list(np.concatenate([p, c], 1))
         plen += [PROMPT_LEN_A] * n_a
     for _ in range(batch - n_a):
@@ -224,13 +273,13 @@ def sft_batch(rng: np.random.Generator, batch: int, pad_slots: str = "random", f
     return x, y, mask
 
 
-def eval_sets(seed: int, n_hard: int, pad_slots: str = "random") -> dict[str, list[Problem]]:
+def eval_sets(seed: int, n_hard: int, pad_slots: str = "random", stride: int = 1) -> dict[str, list[Problem]]:
     """Held-out problems, the same for every model: ``hard`` (depths 5–6), ``easy`` (depths 2–4), ``B``."""
     rng = np.random.default_rng([seed, 12, 0xE7A1])
     out: dict[str, list[Problem]] = {}
     for name, n, ds in (("hard", n_hard, (5, 6)), ("easy", max(n_hard // 2, 2), (2, 3, 4))):
         d = sample_depths(rng, n, ds)
-        p, c, a = chain_batch(rng, d, pad_slots)
+        p, c, a = chain_batch(rng, d, pad_slots, stride)
         out[name] = [Problem(p[i].tolist(), c[i].tolist(), int(a[i]), int(d[i])) for i in range(n)]
     out["B"] = [make_sort_problem(rng) for _ in range(max(n_hard // 3, 2))]
     return out

@@ -1,0 +1,286 @@
+"""Chapter 12's claims and controls, and the functions that decide them from measured numbers.
+
+Every function returns the keyword arguments of :meth:`repro.common.Ledger.control` (controls: ``holds``,
+``threshold``, ``numbers``, ``reason``) or :meth:`~repro.common.Ledger.record` (claims: also ``inconclusive``
+and ``needs``), so the notebook writes ``ledger.record("C1", **verdicts.c1(...))``. Reasons are sentences
+computed from the numbers; thresholds are the card's (:data:`THRESHOLDS`), never tuned.
+
+Metrics (issue 14). The *primary* metric of C1 and C3 is the sampled accuracy at the rollout temperature τ on
+the hard split (``n_eval_samples`` samples per problem, the same random numbers for every model): RL sharpens
+the sampling distribution long before it flips a greedy argmax, so this is where RL's effect, and any
+difference between GRPO and RLTT, can be seen at all. Greedy accuracy, the card's original metric, is kept as
+a secondary number with its own paired comparison.
+
+Rules.
+
+* Controls. **K1**: the SFT model's per-loop accuracy (decoding every token with only t loops) rises strictly
+  through the loops, by >= 3 points from the first to the last, greedy and sampled, so that the intermediate
+  loops carry a graded computation that trajectory credit (C3) can act on. **K2**: GRPO's mean gain over SFT
+  on the primary metric exceeds twice the half-width of its 95 % CI over seeds, i.e. RL moves the policy well
+  beyond seed noise (the card's "GRPO's own gain is inside its CI" rule, made a guard for holds and fails alike).
+  C1, C3, C4, C5 need K2; C3 also needs K1.
+* C1, C3 (the card's "in >= 4 of 5 seeds"): hold only when RLTT wins in >= ceil(0.8 n) seeds *and* the paired
+  comparison (:func:`repro.common.compare_paired`) says ``better``; with the controls passed, anything else
+  ``fails`` (the card: a miss is ``inconclusive`` only when GRPO itself did not move). C3 also keeps the card's
+  rule: if neither method's intermediate-loop change over SFT is outside seed noise, it is ``inconclusive``.
+  The difference is also given in units of GRPO's own gain over SFT, with the smallest advantage the run
+  could have detected (80 % power, two-sided 5 %), so that a null result says how large an effect it rules out.
+* C4 is a "no worse than" claim with the card's margin of 1 point: holds when the paired CI of RLTT − GRPO on
+  task B lies above −1 point, fails when it lies wholly below, inconclusive when it straddles.
+* C5 ("RLTT-trained >= GRPO-trained in mean log-GSNR", no margin in the card): holds on ``better``, fails on
+  ``worse``, inconclusive on ``no measurable difference``.
+* C2 compares median wall times within one process (methods alternate step by step); the smoke profile's few
+  steps are timing noise, so it is inconclusive there.
+* Fewer than 3 seeds: every comparative claim is inconclusive (a paired CI over 2 seeds decides nothing).
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+from scipy import stats
+
+from repro.common import compare_paired
+from repro.common.stats import mean_ci
+
+THRESHOLDS = {
+    "K1_min_rise": 0.03,        # last-loop minus first-loop accuracy after SFT, and strictly increasing
+    "K2_ci_multiple": 2.0,      # GRPO's mean gain over SFT > 2 × the half-width of its 95 % CI over seeds
+    "C1_min_win_frac": 0.8,     # RLTT > GRPO (primary metric) in >= 4 of 5 seeds
+    "C2_max_ratio": 1.10,       # median wall time per RL step, RLTT / GRPO
+    "C3_min_win_frac": 0.8,     # intermediate-loop gain RLTT − GRPO > 0 in >= 4 of 5 seeds
+    "C4_tolerance": 0.01,       # task B: RLTT >= GRPO − 1 point
+    "min_seeds": 3,             # fewer seeds decide no comparison
+}
+T = THRESHOLDS
+
+#: The card's claims (C1 and C3 name the primary metric of issue 14; greedy accuracy is secondary).
+CLAIMS = {
+    "C1": "Effectiveness: after the same number of RL steps from the same SFT checkpoint, RLTT (exit_pdf "
+          "weights) reaches higher held-out accuracy on the hard split (depth 5-6) than GRPO in >= 4 of 5 seeds "
+          "(primary: sampled accuracy at the rollout temperature; greedy secondary; mean paired difference ± 95 % "
+          "CI and a paired t-test).",
+    "C2": "Negligible overhead: median wall time per RL step of RLTT <= 1.10 × GRPO's (same rollouts).",
+    "C3": "Trajectory credit: per-loop accuracy (decoding with only t loops) improves more under RLTT than "
+          "under GRPO for intermediate loops: mean gain over t < T_max of RLTT minus GRPO > 0 in >= 4 of 5 seeds "
+          "(primary: sampled accuracy; greedy secondary).",
+    "C4": "Transfer: trained with RL only on the arithmetic task, RLTT's accuracy on the held-out "
+          "non-arithmetic task B is >= GRPO's − 1 point (no negative transfer).",
+    "C5": "Signal quality: the GSNR of the repo (final-loop logit gradients, same GRPO loss for both), "
+          "measured on the RL-trained checkpoints, is >= for RLTT-trained than for GRPO-trained models "
+          "in mean log-GSNR.",
+}
+
+#: Positive controls: could this run see an effect of each claim's kind?
+CONTROLS = {
+    "K1": "Loops matter: after SFT, per-loop accuracy on the hard split (decoding every token with only t loops) "
+          "rises strictly through the loops t = 1..T_max, by >= 3 points from the first loop to the last "
+          "(greedy and sampled).",
+    "K2": "RL moves the policy: GRPO's mean gain over SFT on the primary metric (sampled hard accuracy at τ) "
+          "exceeds twice the half-width of its 95 % CI over seeds.",
+}
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _pts(x: float) -> str:
+    """A fraction as signed points: 0.0123 -> '+1.23'."""
+    return f"{100 * x:+.2f}"
+
+
+def _ci_pts(lo: float, hi: float) -> str:
+    return f"[{_pts(lo)}, {_pts(hi)}] points"
+
+
+def _few_seeds(n: int) -> str | None:
+    return (f"only {n} seed(s): a paired comparison over fewer than {T['min_seeds']} seeds decides nothing "
+            "(the full profile runs 5)" if n < T["min_seeds"] else None)
+
+
+def _wins_needed(n: int, frac: float) -> int:
+    return math.ceil(frac * n - 1e-9)
+
+
+def detectable_effect(diffs: Sequence[float], power: float = 0.8, level: float = 0.95) -> float:
+    """The smallest true mean paired difference that a two-sided paired t-test at ``level`` would detect with
+    probability ``power`` given the observed spread of ``diffs``: (t_{1-α/2} + t_{power}) · sd / √n
+    (normal-shift approximation with the t quantiles of n − 1 degrees of freedom). NaN for n < 2."""
+    d = np.asarray(diffs, float)
+    n = d.size
+    if n < 2:
+        return float("nan")
+    df = n - 1
+    q = stats.t.ppf(1 - (1 - level) / 2, df) + stats.t.ppf(power, df)
+    return float(q * d.std(ddof=1) / math.sqrt(n))
+
+
+def in_gain_units(lo: float, hi: float, gain: float) -> list[float] | None:
+    """An interval of RLTT − GRPO in units of GRPO's own mean gain over SFT (None when GRPO did not gain)."""
+    return [lo / gain, hi / gain] if gain > 0 else None
+
+
+# ----------------------------------------------------------------------------- controls
+
+def k1(per_loop_greedy: Sequence[float], per_loop_sampled: Sequence[float]) -> dict:
+    """Per-loop accuracies of the SFT model on the hard split, t = 1..T (greedy and sampled at τ)."""
+    checks, numbers = {}, {}
+    for name, acc in (("greedy", per_loop_greedy), ("sampled", per_loop_sampled)):
+        a = np.asarray(acc, float)
+        steps = np.diff(a)
+        rise = float(a[-1] - a[0]) if a.size else float("nan")
+        numbers[f"SFT per-loop {name}"] = a.tolist()
+        numbers[f"{name} rise first->last (points)"] = 100 * rise
+        flat = [f"{t + 1}->{t + 2} ({_pts(s)})" for t, s in enumerate(steps) if not s > 0]
+        checks[f"{name} accuracy does not rise at loop step(s) {', '.join(flat)}"] = a.size >= 2 and not flat
+        checks[f"{name} accuracy rises only {_pts(rise)} points from loop 1 to loop {a.size} "
+               f"(< {100 * T['K1_min_rise']:.0f})"] = a.size >= 2 and rise >= T["K1_min_rise"]
+    if len(per_loop_greedy) < 2:
+        checks = {"T_max = 1 has no intermediate loop": False}
+    return dict(holds=all(checks.values()),
+                threshold=f"strictly increasing in t and last − first >= {100 * T['K1_min_rise']:.0f} points, "
+                          "greedy and sampled",
+                numbers=numbers, reason="; ".join(k for k, ok in checks.items() if not ok))
+
+
+def k2(grpo_primary: Sequence[float], sft_primary: float) -> dict:
+    """GRPO's per-seed primary metric and the SFT model's (the same checkpoint for every seed)."""
+    gain = np.asarray(grpo_primary, float) - float(sft_primary)
+    n = gain.size
+    m, h = mean_ci(gain) if n > 1 else (float(gain.mean()) if n else float("nan"), float("inf"))
+    m, h = float(m), float(h)
+    ok = bool(n > 1 and math.isfinite(h) and m > T["K2_ci_multiple"] * h)
+    ratio = m / h if n > 1 and h > 0 else float("nan")
+    reason = (f"GRPO's gain over SFT is {_pts(m)} points with a 95 % CI half-width of {100 * h:.2f} over {n} seed(s) "
+              f"(gain/half-width {ratio:.2f} <= {T['K2_ci_multiple']:g}): RL did not move the policy clearly beyond "
+              "seed noise" if n > 1 else f"{n} seed: no CI over seeds")
+    return dict(holds=ok, threshold=f"mean gain > {T['K2_ci_multiple']:g} × 95 % CI half-width over seeds",
+                numbers={"GRPO gain (points)": 100 * m, "CI half-width (points)": 100 * h,
+                         "gain / half-width": ratio, "seeds": n,
+                         "GRPO per seed": np.asarray(grpo_primary, float).tolist(), "SFT": float(sft_primary)},
+                reason=reason)
+
+
+# ----------------------------------------------------------------------------- claims
+
+def _comparative(rltt: np.ndarray, grpo: np.ndarray, gain: float, min_win_frac: float, what: str,
+                 prefix: str = "") -> tuple[bool, dict, str]:
+    """The card's seed-count rule plus a paired comparison; numbers include the gain-unit interval and the
+    detectable effect. Returns (holds, numbers, sentence)."""
+    n = rltt.size
+    wins, need = int((rltt > grpo).sum()), _wins_needed(n, min_win_frac)
+    cmp = compare_paired(rltt, grpo)
+    mde = detectable_effect(rltt - grpo)
+    units = in_gain_units(cmp.ci_lo, cmp.ci_hi, gain)
+    p = f"{prefix} " if prefix else ""
+    nums = {f"{p}RLTT wins": f"{wins} of {n}", **cmp.numbers(prefix), f"{p}t-test p": cmp.p_value,
+            f"{p}detectable diff (80 % power)": mde,
+            f"{p}diff ci95 in GRPO-gain units": units}
+    holds = bool(wins >= need and cmp.better)
+    unit_txt = (f" = [{units[0]:+.2f}, {units[1]:+.2f}] × GRPO's own gain of {_pts(gain)}" if units else
+                f" (GRPO's own gain {_pts(gain)} points is not positive)")
+    sentence = (f"{what}: RLTT − GRPO = {_pts(cmp.mean_diff)} points, 95 % CI {_ci_pts(cmp.ci_lo, cmp.ci_hi)}"
+                f"{unit_txt} ({cmp.word}); RLTT higher in {wins} of {n} seeds (needs {need}); the smallest "
+                f"advantage this run would detect with 80 % power is {100 * mde:.2f} points")
+    return holds, nums, sentence
+
+
+def c1(rltt_s: Sequence[float], grpo_s: Sequence[float], sft_s: float,
+       rltt_g: Sequence[float], grpo_g: Sequence[float], sft_g: float) -> dict:
+    """Per-seed hard accuracy of RLTT and GRPO, sampled (primary, ``_s``) and greedy (secondary, ``_g``)."""
+    rs, gs, rg, gg = (np.asarray(x, float) for x in (rltt_s, grpo_s, rltt_g, grpo_g))
+    gain_s, gain_g = float(gs.mean() - sft_s), float(gg.mean() - sft_g)
+    holds, nums, sent = _comparative(rs, gs, gain_s, T["C1_min_win_frac"], "sampled hard accuracy")
+    _, nums_g, sent_g = _comparative(rg, gg, gain_g, T["C1_min_win_frac"], "greedy (secondary)", "greedy")
+    numbers = {"RLTT sampled": float(rs.mean()), "GRPO sampled": float(gs.mean()), "SFT sampled": sft_s,
+               "GRPO gain sampled (points)": 100 * gain_s, **nums,
+               "RLTT greedy": float(rg.mean()), "GRPO greedy": float(gg.mean()), "SFT greedy": sft_g,
+               **{k: v for k, v in nums_g.items() if "comparison" in k or "mean diff" in k or "ci95" in k}}
+    reason = sent + "; " + sent_g.split("; the smallest")[0]
+    return dict(holds=holds, threshold="RLTT > GRPO in >= 4 of 5 seeds and paired 95 % CI > 0 (sampled hard acc.)",
+                numbers=numbers, reason=reason, inconclusive=_few_seeds(rs.size), needs=("K2",))
+
+
+def c2(step_rltt_s: float, step_grpo_s: float, parts: dict[str, str] | None = None, smoke: bool = False) -> dict:
+    """Median wall seconds per RL step (rollout + update) of RLTT and GRPO, from the same process."""
+    ratio = step_rltt_s / step_grpo_s
+    nums = {"RLTT step": f"{1e3 * step_rltt_s:.1f} ms", "GRPO step": f"{1e3 * step_grpo_s:.1f} ms",
+            **(parts or {})}
+    if smoke:
+        return dict(holds=None, threshold=f"median step time RLTT <= {T['C2_max_ratio']:.2f} × GRPO", numbers=nums,
+                    inconclusive="smoke profile: a few steps of a tiny model are timing noise (and timings are kept "
+                                 "out of the determinism check); the full profile decides")
+    nums = {"RLTT/GRPO": f"{ratio:.3f} ×", **nums}
+    verb = "is within" if ratio <= T["C2_max_ratio"] else "exceeds"
+    return dict(holds=ratio <= T["C2_max_ratio"], threshold=f"median step time RLTT <= {T['C2_max_ratio']:.2f} × GRPO",
+                numbers=nums,
+                reason=f"RLTT's median step takes {ratio:.3f} × GRPO's, which {verb} the card's "
+                       f"{T['C2_max_ratio']:.2f} ×: the extra readouts of loops 1..T−1 and the gradient through the "
+                       "exit gate are the difference")
+
+
+def c3(rltt_loops: np.ndarray, grpo_loops: np.ndarray, sft_loops: Sequence[float],
+       rltt_loops_g: np.ndarray, grpo_loops_g: np.ndarray, sft_loops_g: Sequence[float]) -> dict:
+    """Per-seed accuracies of the intermediate loops t < T, [seeds, T−1]: sampled (primary), greedy (secondary)."""
+    R, G, S = np.atleast_2d(rltt_loops), np.atleast_2d(grpo_loops), np.asarray(sft_loops, float)
+    n = R.shape[0]
+    if R.shape[1] == 0:
+        return dict(holds=None, threshold="", numbers={}, inconclusive="T_max = 1 has no intermediate loop",
+                    needs=("K1", "K2"))
+    gr, gg = (R - S).mean(1), (G - S).mean(1)                    # mean gain over t < T, per seed
+    gr_g = (np.atleast_2d(rltt_loops_g) - np.asarray(sft_loops_g)).mean(1)
+    gg_g = (np.atleast_2d(grpo_loops_g) - np.asarray(sft_loops_g)).mean(1)
+    holds, nums, sent = _comparative(gr, gg, float(gg.mean()), T["C3_min_win_frac"],
+                                     "mean sampled gain over loops t < T")
+    _, nums_g, sent_g = _comparative(gr_g, gg_g, float(gg_g.mean()), T["C3_min_win_frac"], "greedy (secondary)",
+                                     "greedy")
+    moved = {}
+    for name, g in (("RLTT", gr), ("GRPO", gg)):
+        m, h = mean_ci(g) if n > 1 else (float(g.mean()), float("inf"))
+        moved[name] = (float(m), float(m - h), float(m + h))
+    numbers = {"RLTT gain t<T (points)": 100 * moved["RLTT"][0], "RLTT gain ci95": list(moved["RLTT"][1:]),
+               "GRPO gain t<T (points)": 100 * moved["GRPO"][0], "GRPO gain ci95": list(moved["GRPO"][1:]),
+               **nums, **{k: v for k, v in nums_g.items() if "comparison" in k or "mean diff" in k or "ci95" in k}}
+    inconclusive = _few_seeds(n)
+    if not inconclusive and not holds and all(lo <= 0 <= hi for _, lo, hi in moved.values()):
+        inconclusive = (f"neither method moved the intermediate loops beyond seed noise (RLTT "
+                        f"{_pts(moved['RLTT'][0])}, GRPO {_pts(moved['GRPO'][0])} points, both 95 % CIs contain 0), "
+                        "the card's rule for an undecidable C3")
+    reason = sent + "; " + sent_g.split("; the smallest")[0]
+    return dict(holds=holds, threshold="RLTT − GRPO gain over t < T > 0 in >= 4 of 5 seeds and paired 95 % CI > 0 "
+                                       "(sampled)",
+                numbers=numbers, reason=reason, inconclusive=inconclusive, needs=("K1", "K2"))
+
+
+def c4(rltt_b: Sequence[float], grpo_b: Sequence[float], sft_b: float) -> dict:
+    """Per-seed greedy exact-match accuracy on task B (never seen in RL)."""
+    r, g = np.asarray(rltt_b, float), np.asarray(grpo_b, float)
+    cmp = compare_paired(r, g)
+    tol = T["C4_tolerance"]
+    nums = {"RLTT task B": float(r.mean()), "GRPO task B": float(g.mean()), "SFT task B": sft_b,
+            **cmp.numbers(), "t-test p": cmp.p_value,
+            "largest |RL − SFT| (points)": 100 * float(max(np.abs(r - sft_b).max(), np.abs(g - sft_b).max()))}
+    txt = (f"RLTT − GRPO on task B = {_pts(cmp.mean_diff)} points, 95 % CI {_ci_pts(cmp.ci_lo, cmp.ci_hi)}, "
+           f"against the margin of −{100 * tol:.0f} point")
+    inconclusive = _few_seeds(r.size)
+    holds = cmp.no_worse_than(tol)
+    if not inconclusive and not holds and cmp.ci_hi >= -tol:
+        inconclusive = txt + ": the interval straddles the margin"
+    return dict(holds=holds, threshold=f"paired 95 % CI of RLTT − GRPO (task B) above −{100 * tol:.0f} point",
+                numbers=nums, reason=txt + (" (wholly above it)" if holds else " (wholly below it)"),
+                inconclusive=inconclusive, needs=("K2",))
+
+
+def c5(rltt_gsnr: Sequence[float], grpo_gsnr: Sequence[float], extra: dict | None = None) -> dict:
+    """Per-seed mean log-GSNR of the RLTT- and GRPO-trained checkpoints (``extra``: numbers shown alongside)."""
+    r, g = np.asarray(rltt_gsnr, float), np.asarray(grpo_gsnr, float)
+    cmp = compare_paired(r, g)
+    nums = {"RLTT log-GSNR": float(r.mean()), "GRPO log-GSNR": float(g.mean()), **cmp.numbers(),
+            "t-test p": cmp.p_value, **(extra or {})}
+    txt = (f"RLTT − GRPO in mean log-GSNR = {cmp.mean_diff:+.3f}, 95 % CI [{cmp.ci_lo:+.3f}, {cmp.ci_hi:+.3f}] "
+           f"({cmp.word})")
+    inconclusive = _few_seeds(r.size)
+    if not inconclusive and not cmp.better and not cmp.worse:
+        inconclusive = txt + ": the card's '>=' cannot be told from equality within seed noise"
+    return dict(holds=cmp.better, threshold="paired 95 % CI of RLTT − GRPO in mean log-GSNR > 0",
+                numbers=nums, reason=txt, inconclusive=inconclusive, needs=("K2",))
