@@ -219,6 +219,56 @@ def test_baseline_losses_vanish_at_their_anchor():
     assert loss.item() == 0.0
 
 
+def test_pmg_aft_kl_terms_are_summed_over_the_batch_as_in_the_authors_code():
+    # PMG_AFT.py: CrossEntropyLoss() (batch mean) + nn.KLDivLoss(reduction="sum")(log_softmax(adv), softmax(ori))
+    #             + nn.KLDivLoss(reduction="sum")(log_softmax(adv), softmax(clean))
+    g = torch.Generator().manual_seed(3)
+    B, C = 16, 5
+    adv, clean, ori = (torch.randn(B, C, generator=g) * 4 for _ in range(3))
+    y = torch.randint(0, C, (B,), generator=g)
+    loss, parts = dc.pmg_aft_loss(adv, clean, ori, y)
+    kl = torch.nn.KLDivLoss(reduction="sum")
+    ref = (F.cross_entropy(adv, y) + kl(F.log_softmax(adv, 1), F.softmax(ori, 1))
+           + kl(F.log_softmax(adv, 1), F.softmax(clean, 1)))
+    torch.testing.assert_close(loss, ref)
+    per_example = dc.softmax_kl(ori, adv).mean() + dc.softmax_kl(clean, adv).mean()
+    assert parts["reg"] == pytest.approx(B * per_example.item(), rel=1e-5)  # KL weight = batch size
+
+
+def test_methods_share_batches_and_attack_starts():
+    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    p1, p2 = dc.batch_plan(300, 7, 128, g1), dc.batch_plan(300, 7, 128, g2)
+    assert all(torch.equal(a, b) for a, b in zip(p1, p2)) and all(len(a) == 128 for a in p1)
+    assert len(set(torch.cat(p1[:2]).tolist())) == 256  # within an epoch no index repeats
+    cfg = dc.Config.from_profile("smoke", seed=4)
+    (b1, a1), (b2, a2) = dc.experiments.aft_generators(cfg, 1), dc.experiments.aft_generators(cfg, 1)
+    assert torch.equal(torch.rand(3, generator=b1), torch.rand(3, generator=b2))
+    assert torch.equal(torch.rand(3, generator=a1), torch.rand(3, generator=a2))
+    (b3, _) = dc.experiments.aft_generators(cfg, 2)
+    assert not torch.equal(torch.rand(3, generator=b3), torch.rand(3, generator=dc.experiments.aft_generators(cfg, 1)[0]))
+
+
+def test_ucat_with_zero_tau_rob_fine_tunes_exactly_like_tecoa():
+    clip, G, _, _ = _toy_batch()
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(300, 1, 8, 8, generator=g)
+    y = torch.randint(0, 5, (300,), generator=g)
+    kw = dict(steps=4, lr=1e-3, eps=0.1, pgd_steps=2, tau=0.07)
+
+    def run(method, tau_rob):
+        return dc.adversarial_finetune(clip, method, x, y, G, tau_rob=tau_rob, generator=torch.Generator().manual_seed(9),
+                                       batch_generator=torch.Generator().manual_seed(8), **kw)
+
+    (mt, lt), (mu, lu), (m1, _) = run("tecoa", 1e5), run("ucat", 0.0), run("ucat", 1e5)
+    assert all(torch.equal(p, q) for p, q in zip(mt.parameters(), mu.parameters()))
+    assert np.array_equal(lt.ce, lu.ce) and lu.lam == 0.0
+    assert not torch.equal(m1.image_enc.fc.weight, mt.image_enc.fc.weight)  # τ_rob > 0 does change the model
+    # and the evaluation attack, drawn from one stream per (seed, task), sees both models alike
+    e1 = dc.evaluate_task(mt, x[:40], y[:40], G, eps=0.1, steps=3, generator=torch.Generator().manual_seed(2))
+    e2 = dc.evaluate_task(mu, x[:40], y[:40], G, eps=0.1, steps=3, generator=torch.Generator().manual_seed(2))
+    assert np.array_equal(e1.cos_adv, e2.cos_adv)
+
+
 # ----------------------------------------------------------------------------------------- data and model
 def test_captions_reach_the_zero_shot_prompts_and_fine_tuning_prompts_carry_no_attributes():
     table = dc.caption_table()
@@ -328,8 +378,20 @@ def test_missing_text_model_fails_with_a_clear_message(monkeypatch):
 # ------------------------------------------------------------------------------------------------- config
 def test_profiles_build_and_smoke_is_smaller():
     full, smoke = dc.Config.from_profile("full"), dc.Config.from_profile("smoke")
-    assert full.n_seeds == 3 and full.methods == dc.METHOD_NAMES and full.eps_sweep == (0.0, 0.025, 0.05, 0.1)
+    assert full.n_seeds == 3 and full.methods == dc.METHOD_NAMES
+    assert full.eps_test is None and full.eps_train is None and full.eps_sweep is None  # calibrated, then derived
     assert smoke.aft_steps < full.aft_steps and smoke.n_seeds == 1
+    r = full.resolved(0.15)
+    assert r.eps_test == 0.15 and r.eps_train == 0.15 and r.eps_sweep == pytest.approx((0.0, 0.075, 0.15, 0.3))
+    given = dc.Config.from_profile("full", eps_train=0.1, eps_sweep=[0.0, 0.2]).resolved(0.15)
+    assert given.eps_train == 0.1 and given.eps_sweep == (0.0, 0.2)
+
+
+def test_calibration_rule_takes_the_smallest_radius_that_breaks_the_undefended_model():
+    assert dc.choose_eps({0.05: 0.72, 0.1: 0.38, 0.15: 0.05, 0.2: 0.0}, 0.3) == 0.15
+    assert dc.choose_eps({0.05: 0.72, 0.1: 0.30, 0.15: 0.05}, 0.3) == 0.1  # "≤" includes the threshold
+    assert dc.choose_eps({0.05: 0.9, 0.1: 0.8}, 0.3) is None
+    assert dc.verdicts.K1_MAX_ROB == 0.3  # the rule and control K1 share their threshold
 
 
 @pytest.mark.parametrize("name, value", [
@@ -338,6 +400,7 @@ def test_profiles_build_and_smoke_is_smaller():
     ("tau_rob", -5.0), ("methods", ["ucat", "svm"]), ("methods", ["tecoa", "ucat"]), ("methods", "ucat"),
     ("eps_sweep", [0.05, 0.0]), ("eps_sweep", [0.1]), ("sweep_methods", ["fare"]),
     ("sweep_methods", ["ucat", "ucat"]), ("t4_rotation_deg", 400.0), ("profile", "huge"),
+    ("eps_grid", [0.2, 0.1]), ("eps_grid", [0.0, 0.1]), ("tau_rob_panel", [-1.0]),
 ])
 def test_config_rejects_bad_values_naming_the_parameter(name, value):
     with pytest.raises(ConfigError) as err:
@@ -351,39 +414,121 @@ def test_config_rejects_bad_values_naming_the_parameter(name, value):
     assert f"'{name}'" in msg and "\n" not in msg
 
 
-# ------------------------------------------------------------------------------------------------- claims
-def _table(h_drop: bool, seeds=3):
+# ------------------------------------------------------------------------------------------------- verdicts
+METRICS = dict(clean_acc=0.95, rob_acc=0.05, ece_clean=0.02, ece_adv=0.3, H_clean=0.3, H_adv=0.1, AU_clean=0,
+               AU_adv=0, conf_clean=0.9, conf_adv=0.9)
+
+
+def _table(over=None, seeds=3):
+    """Suite results per (method, seed, task); ``over[(method, metric)]`` = value or a per-seed list."""
+    over = over or {}
     rows = []
     for s in range(seeds):
-        for m in ("orig", "tecoa", "ucat", "softmax_kl"):
+        for m in ("orig", "tecoa", "pmg_aft", "fare", "ucat", "softmax_kl"):
             for t in dc.TASKS:
-                rows.append(dict(method=m, seed=s, task=t, clean_acc=0.95, rob_acc=0.5 if m != "ucat" else 0.49,
-                                 ece_clean=0.02, ece_adv=0.3 if m != "ucat" else 0.1,
-                                 H_clean=0.3, H_adv=0.1 if h_drop else 0.5, AU_clean=0, AU_adv=0,
-                                 conf_clean=0.9, conf_adv=0.9))
+                row = dict(method=m, seed=s, task=t, **METRICS)
+                for (mm, k), v in over.items():
+                    if mm == m:
+                        row[k] = v[s] if isinstance(v, (list, tuple)) else v
+                rows.append(row)
     return pd.DataFrame(rows)
 
 
-def test_claim_rules_on_hand_made_tables():
-    assert dc.claim_c1(_table(True)).holds is True
-    v = dc.claim_c1(_table(False))
-    assert v.holds is False and v.inconclusive is None
-    assert dc.claim_c3(_table(True)).holds is True
-    assert dc.claim_c6(_table(True)).holds is True
-    c2 = dc.claim_c2(_table(True))
-    assert c2.inconclusive and "pmg_aft" in c2.inconclusive  # baselines missing: cannot decide
-    one_seed = dc.claim_c3(_table(True, seeds=1))
-    assert one_seed.inconclusive and "3 seeds" in one_seed.inconclusive
+# a run where everything the card expects happens: the attack breaks the original model, TeCoA gains robustness,
+# UCAT is calibrated better than every baseline and loses nothing
+GOOD = {("tecoa", "rob_acc"): [0.30, 0.32, 0.31], ("ucat", "rob_acc"): [0.30, 0.32, 0.305],
+        ("pmg_aft", "rob_acc"): 0.3, ("fare", "rob_acc"): 0.3, ("softmax_kl", "rob_acc"): 0.3,
+        ("ucat", "ece_adv"): [0.10, 0.11, 0.12], ("tecoa", "clean_acc"): [0.94, 0.945, 0.94],
+        ("ucat", "clean_acc"): [0.945, 0.95, 0.945]}
 
 
-def test_c5_needs_both_methods_and_reads_monotone_curves():
-    eps = (0.0, 0.025, 0.05, 0.1)
-    rows = [dict(method=m, seed=s, eps=e, task=t, H_adv=(e if m == "ucat" else [0.3, 0.5, 0.2, 0.1][i]))
-            for m in ("ucat", "tecoa") for s in range(3) for i, e in enumerate(eps) for t in dc.TASKS]
-    sw = pd.DataFrame(rows)
-    v = dc.claim_c5(sw, eps)
-    assert v.holds is True and v.numbers["rho UCAT (seed-mean curves)"] == pytest.approx(1.0)
-    assert dc.claim_c5(sw[sw.method == "ucat"], eps).inconclusive
+def test_controls_pass_and_fail():
+    good = _table(GOOD)
+    assert dc.control_k1(good, 0.15)["holds"] is True
+    assert dc.control_k2(good)["holds"] is True
+    k1 = dc.control_k1(_table({**GOOD, ("orig", "rob_acc"): [0.25, 0.35, 0.25]}), 0.15)
+    assert k1["holds"] is False and "0.15" in k1["reason"]  # one seed above 0.3
+    k2 = dc.control_k2(_table({**GOOD, ("tecoa", "rob_acc"): [0.12, 0.13, 0.12]}))
+    assert k2["holds"] is False  # gain of 7 points < 10
+    noisy = dc.control_k2(_table({**GOOD, ("tecoa", "rob_acc"): [0.05, 0.55, 0.05]}))
+    assert noisy["holds"] is False and noisy["numbers"]["TeCoA − original comparison"] == "no measurable difference"
+    assert dc.control_k2(_table({("tecoa", "rob_acc"): 0.5}, seeds=1))["holds"] is False  # one seed: no CI
+
+
+def test_each_claim_holds_on_a_good_run_and_needs_its_controls():
+    good = _table(GOOD)
+    for f in (dc.claim_c1, dc.claim_c2, dc.claim_c3, dc.claim_c4, dc.claim_c6):
+        v = f(good)
+        assert v["holds"] is True and v["inconclusive"] is None, (f.__name__, v["reason"])
+        assert "K2" in v["needs"] or f is dc.claim_c1
+    assert dc.claim_c1(good)["needs"] == ("K1",)
+    assert set(dc.claim_c3(good)["needs"]) == {"K1", "K2"} and set(dc.claim_c4(good)["needs"]) == {"K2"}
+
+
+def test_c1_fails_when_entropy_rises_under_attack():
+    v = dc.claim_c1(_table({**GOOD, ("orig", "H_adv"): 0.5}))
+    assert v["holds"] is False and "0 of 4" in v["reason"]
+    v = dc.claim_c1(_table({**GOOD, ("tecoa", "ece_adv"): 0.03}))  # ECE ratio 1.5 < 2
+    assert v["holds"] is False
+
+
+def test_c2_fails_on_a_small_or_unmeasurable_gain_and_without_baselines():
+    assert dc.claim_c2(_table({**GOOD, ("ucat", "ece_adv"): 0.25}))["holds"] is False  # 17% < 25%
+    noisy = dc.claim_c2(_table({**GOOD, ("ucat", "ece_adv"): [0.02, 0.40, 0.02]}))  # mean 0.147, 2 of 3 seeds
+    assert noisy["holds"] is False and "no measurable difference" in noisy["reason"]
+    v = dc.claim_c2(_table({**GOOD, ("pmg_aft", "ece_adv"): 0.1}))  # PMG-AFT calibrates as well as UCAT
+    assert v["holds"] is False
+    missing = _table(GOOD)
+    v = dc.claim_c2(missing[missing.method != "fare"])
+    assert v["inconclusive"] and "fare" in v["inconclusive"]
+
+
+def test_c3_and_c4_fail_beyond_their_margins():
+    v = dc.claim_c3(_table({**GOOD, ("ucat", "rob_acc"): [0.25, 0.27, 0.26]}))  # 5 points below TeCoA
+    assert v["holds"] is False
+    v = dc.claim_c3(_table({**GOOD, ("ucat", "rob_acc"): [0.30, 0.20, 0.33]}))  # mean ok, CI too wide
+    assert v["holds"] is False
+    assert dc.claim_c4(_table({**GOOD, ("ucat", "clean_acc"): 0.93}))["holds"] is False  # below TeCoA
+    far = {**GOOD, ("tecoa", "clean_acc"): 0.80, ("ucat", "clean_acc"): [0.85, 0.851, 0.852]}
+    assert dc.claim_c4(_table(far))["holds"] is False  # 10 points below the original
+    one = dc.claim_c3(_table({("tecoa", "rob_acc"): 0.3, ("ucat", "rob_acc"): 0.3}, seeds=1))
+    assert one["inconclusive"] and "3 seeds" in one["inconclusive"]
+
+
+def test_c6_fails_when_the_ablation_calibrates_as_well():
+    v = dc.claim_c6(_table({**GOOD, ("softmax_kl", "ece_adv"): [0.10, 0.11, 0.125]}))
+    assert v["holds"] is False
+    no = _table(GOOD)
+    assert dc.claim_c6(no[no.method != "softmax_kl"])["inconclusive"]
+
+
+def test_c5_holds_and_fails_on_hand_made_sweeps():
+    eps = (0.0, 0.075, 0.15, 0.3)
+
+    def sweep(ucat_curve, tecoa_curve):
+        rows = [dict(method=m, seed=s, eps=e, task=t, H_adv=c[i])
+                for m, c in (("ucat", ucat_curve), ("tecoa", tecoa_curve)) for s in range(3)
+                for i, e in enumerate(eps) for t in dc.TASKS]
+        return pd.DataFrame(rows)
+
+    v = dc.claim_c5(sweep([0.1, 0.2, 0.3, 0.4], [0.3, 0.5, 0.2, 0.1]), eps)
+    assert v["holds"] is True and v["numbers"]["rho UCAT (seed-mean curves)"] == pytest.approx(1.0)
+    assert dc.claim_c5(sweep([0.4, 0.3, 0.2, 0.1], [0.3, 0.5, 0.2, 0.1]), eps)["holds"] is False
+    assert dc.claim_c5(sweep([0.1, 0.2, 0.3, 0.4], [0.1, 0.2, 0.3, 0.4]), eps)["holds"] is False  # TeCoA rises too
+    sw = sweep([0.1, 0.2, 0.3, 0.4], [0.3, 0.5, 0.2, 0.1])
+    assert dc.claim_c5(sw[sw.method == "ucat"], eps)["inconclusive"]
+
+
+def test_a_failed_control_makes_the_claims_that_need_it_inconclusive():
+    from repro.common import Ledger
+
+    bad = _table({**GOOD, ("tecoa", "rob_acc"): 0.06, ("ucat", "rob_acc"): 0.06})
+    ledger = Ledger(dc.Config.from_profile("smoke"), dc.CLAIMS, controls=dc.CONTROLS)
+    ledger.control("K1", **dc.control_k1(bad, 0.15))
+    ledger.control("K2", **dc.control_k2(bad))
+    ledger.record("C3", **dc.claim_c3(bad))
+    assert ledger.verdict("K2") == "failed" and ledger.verdict("C3") == "inconclusive"
+    assert "control K2 failed" in ledger.claims["C3"].reason
 
 
 def test_float32_closed_form_breaks_only_when_the_dirichlets_are_close():

@@ -1,13 +1,16 @@
-"""Chapter 07's experiment: pre-train once, fine-tune every method per seed, evaluate on the zero-shot suite
-under attack, sweep ε, check for gradient masking, and turn the numbers into the card's claims C1–C6.
+"""Chapter 07's experiment: pre-train once, calibrate the attack radius, fine-tune every method per seed,
+evaluate on the zero-shot suite under attack, sweep ε, sweep τ_rob, check for gradient masking. The claims and
+controls are decided from these tables in :mod:`repro.dirichlet_clip.verdicts`.
 
-Seeds: seed index ``s`` of a run with master seed ``cfg.seed`` draws its batch orders, training-PGD starts and
-evaluation-attack starts from ``SeedSequence([cfg.seed, s, purpose, method, task])``; the data, the
+Calibration (:func:`calibrate_eps`): ε_test is the smallest radius of ``cfg.eps_grid`` at which the pre-trained
+model's suite-average robust accuracy on the *validation* split is ≤ 0.3 — the rule is fixed before any
+fine-tuning runs, and the test split never enters it.
+
+Common random numbers: seed index ``s`` of a run with master seed ``cfg.seed`` draws from one stream per
+phase, ``SeedSequence([cfg.seed, s, phase, ...])`` — the batch order, the training attack's starts, each task's
+evaluation-attack starts, each (task, ε) of the sweep, the masking check — and *every method uses the same
+streams*, so method differences within a seed are paired: same batches, same PGD starts. The data, the
 pre-trained model and the text embeddings are the same for every seed (card, "Claims").
-
-Decision rule (card): a claim holds if its condition holds on the seed-mean numbers *and* in at least 2 of 3
-seeds (in general ⌈2n/3⌉ of n). With fewer than 3 seeds the rule cannot be applied and the claim is
-recorded as inconclusive, its condition kept for information.
 """
 from __future__ import annotations
 
@@ -18,10 +21,6 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 import torch
-from scipy import stats as st
-
-from repro.common import mean_ci
-
 from .attacks import pgd_ce, pgd_ce_restarts
 from .config import METHOD_NAMES, Config
 from .data import AFT_CLASSES, Splits, Task, TextBank, load_digit_splits, zero_shot_suite
@@ -32,7 +31,7 @@ from .train import FinetuneLog, adversarial_finetune
 
 TASKS = ("T1", "T2", "T3", "T4")
 MASK_STEPS, MASK_RESTARTS, MASK_FLAG = 50, 2, 0.05  # the gradient-masking check on T1 (card, "Pitfalls")
-_PURPOSE = {"aft": 1, "eval": 2, "sweep": 3, "mask": 4}
+_PHASE = {"batches": 1, "eval": 2, "sweep": 3, "mask": 4, "aft_pgd": 5, "calibrate": 6}
 
 
 def torch_gen(*key: int) -> torch.Generator:
@@ -51,6 +50,7 @@ class Setup:
     G: dict[str, torch.Tensor]          # task → (C, 64) normalised class-prompt features
     x_aft: torch.Tensor                  # fine-tuning images: train split, digits 0–4
     y_aft: torch.Tensor
+    val_suite: dict[str, Task]           # the same four tasks on the validation split (ε calibration)
 
     @property
     def clip(self) -> ToyCLIP:
@@ -66,7 +66,58 @@ def build_setup(cfg: Config, bank: TextBank | None = None) -> Setup:
     with torch.no_grad():
         G = {k: pre.model.text_features(bank.embed(list(t.class_prompts))) for k, t in suite.items()}
     keep = np.isin(splits.y_train, AFT_CLASSES)
-    return Setup(splits, suite, pre, G, torch.from_numpy(splits.x_train[keep]), torch.from_numpy(splits.y_train[keep]))
+    val_suite = zero_shot_suite(splits, cfg.t4_rotation_deg, split="val")
+    return Setup(splits, suite, pre, G, torch.from_numpy(splits.x_train[keep]), torch.from_numpy(splits.y_train[keep]),
+                 val_suite)
+
+
+# ------------------------------------------------------------------------------------------- calibration
+@dataclass
+class Calibration:
+    """The ε calibration: the original model's suite-average robust accuracy per candidate radius (validation
+    split) and the radius the rule chose (``None`` when no candidate reached the target)."""
+
+    table: pd.DataFrame      # index eps; columns T1..T4 and "suite"
+    max_rob_acc: float
+    chosen: float | None
+    given: bool              # True when eps_test was set by the user and the rule was not applied
+
+    @property
+    def eps(self) -> float:
+        """The radius to use: the chosen one, else (no candidate qualified) the largest candidate."""
+        return float(self.chosen if self.chosen is not None else self.table.index.max())
+
+    def rule(self) -> str:
+        if self.given:
+            return f"ε_test = {self.eps:g} given as a parameter (no calibration)"
+        return (f"smallest ε in {{{', '.join(f'{e:g}' for e in self.table.index)}}} at which the original model's "
+                f"suite-average robust accuracy on the validation split is ≤ {self.max_rob_acc:g}")
+
+
+def calibrate_eps(cfg: Config, setup: Setup, max_rob_acc: float = 0.3) -> Calibration:
+    """Apply the calibration rule: PGD (``cfg.test_pgd_steps`` steps, step ε/4) against the *pre-trained* model
+    on the validation split at every radius of ``cfg.eps_grid``; choose the smallest whose suite-average robust
+    accuracy is ≤ ``max_rob_acc``. When ``cfg.eps_test`` is given, only that radius is measured."""
+    grid = (cfg.eps_test,) if cfg.eps_test is not None else cfg.eps_grid
+    rows = {}
+    for ei, eps in enumerate(grid):
+        accs = {}
+        for ti, (name, task) in enumerate(setup.val_suite.items()):
+            ev = evaluate_task(setup.clip, task.images, task.labels, setup.G[name], eps=eps, steps=cfg.test_pgd_steps,
+                               generator=torch_gen(cfg.seed, _PHASE["calibrate"], ti, ei), name=name)
+            accs[name] = summarize(ev)["rob_acc"]
+        accs["suite"] = float(np.mean(list(accs.values())))
+        rows[float(eps)] = accs
+    table = pd.DataFrame(rows).T
+    table.index.name = "eps"
+    chosen = float(cfg.eps_test) if cfg.eps_test is not None else choose_eps(table["suite"].to_dict(), max_rob_acc)
+    return Calibration(table, max_rob_acc, chosen, cfg.eps_test is not None)
+
+
+def choose_eps(suite_rob_acc: dict[float, float], max_rob_acc: float) -> float | None:
+    """The calibration rule on measured numbers: the smallest ε whose robust accuracy is ≤ ``max_rob_acc``."""
+    ok = [eps for eps, acc in suite_rob_acc.items() if acc <= max_rob_acc]
+    return float(min(ok)) if ok else None
 
 
 @dataclass
@@ -80,41 +131,88 @@ class SeedRun:
     masking: dict[str, dict[str, float]] = field(default_factory=dict)               # method → accuracies
 
 
+def aft_generators(cfg: Config, s: int) -> tuple[torch.Generator, torch.Generator]:
+    """(batch-order generator, training-attack generator) of seed index ``s``: the same for every method."""
+    return torch_gen(cfg.seed, s, _PHASE["batches"]), torch_gen(cfg.seed, s, _PHASE["aft_pgd"])
+
+
+def finetune(cfg: Config, setup: Setup, method: str, s: int, tau_rob: float | None = None):
+    """Fine-tune ``method`` with seed index ``s``'s shared streams (common random numbers across methods)."""
+    gb, ga = aft_generators(cfg, s)
+    return adversarial_finetune(
+        setup.clip, method, setup.x_aft, setup.y_aft, setup.G["T1"], steps=cfg.aft_steps, lr=cfg.aft_lr,
+        eps=cfg.eps_train, pgd_steps=cfg.train_pgd_steps, tau=cfg.tau,
+        tau_rob=cfg.tau_rob if tau_rob is None else tau_rob, generator=ga, batch_generator=gb)
+
+
+def evaluate_suite(cfg: Config, setup: Setup, model, s: int) -> dict[str, TaskEval]:
+    """Every task of the suite, clean and under PGD at ε_test, with seed index ``s``'s evaluation streams."""
+    return {name: evaluate_task(model, task.images, task.labels, setup.G[name], eps=cfg.eps_test,
+                                steps=cfg.test_pgd_steps, generator=torch_gen(cfg.seed, s, _PHASE["eval"], ti),
+                                name=name)
+            for ti, (name, task) in enumerate(setup.suite.items())}
+
+
 def run_seed(cfg: Config, setup: Setup, s: int, log: Callable[[str], None] | None = None) -> SeedRun:
-    """Fine-tune every method of ``cfg.methods`` with seed index ``s`` and evaluate it (suite, sweep, masking)."""
+    """Fine-tune every method of ``cfg.methods`` with seed index ``s`` and evaluate it (suite, sweep, masking).
+
+    ``cfg`` must be resolved (:meth:`Config.resolved`): ε_test, ε_train and the sweep set.
+    """
+    if cfg.eps_test is None or cfg.eps_train is None or cfg.eps_sweep is None:
+        raise ValueError("run_seed needs a resolved config: cfg.resolved(calibration.eps)")
     run = SeedRun(s)
     T1 = setup.suite["T1"]
-    for mi, method in enumerate(cfg.methods):
-        mid = METHOD_NAMES.index(method)
+    for method in cfg.methods:
         if method == "orig":
             model = setup.clip
         else:
-            model, run.logs[method] = adversarial_finetune(
-                setup.clip, method, setup.x_aft, setup.y_aft, setup.G["T1"], steps=cfg.aft_steps, lr=cfg.aft_lr,
-                eps=cfg.eps_train, pgd_steps=cfg.train_pgd_steps, tau=cfg.tau, tau_rob=cfg.tau_rob,
-                generator=torch_gen(cfg.seed, s, _PURPOSE["aft"], mid))
-        for ti, (name, task) in enumerate(setup.suite.items()):
-            run.evals[method, name] = evaluate_task(
-                model, task.images, task.labels, setup.G[name], eps=cfg.eps_test, steps=cfg.test_pgd_steps,
-                generator=torch_gen(cfg.seed, s, _PURPOSE["eval"], mid, ti), name=name)
-            if method in cfg.sweep_methods:
+            model, run.logs[method] = finetune(cfg, setup, method, s)
+        for name, ev in evaluate_suite(cfg, setup, model, s).items():
+            run.evals[method, name] = ev
+        if method in cfg.sweep_methods:
+            for ti, (name, task) in enumerate(setup.suite.items()):
                 for ei, eps in enumerate(cfg.eps_sweep):
                     if math.isclose(eps, cfg.eps_test):
                         ev = run.evals[method, name]  # the main evaluation is the sweep's ε_test point
                     else:
                         ev = evaluate_task(model, task.images, task.labels, setup.G[name], eps=eps,
                                            steps=cfg.test_pgd_steps,
-                                           generator=torch_gen(cfg.seed, s, _PURPOSE["sweep"], mid, ti, ei), name=name)
+                                           generator=torch_gen(cfg.seed, s, _PHASE["sweep"], ti, ei), name=name)
                     run.sweep[method, eps, name] = summarize(ev)
         robust = pgd_ce_restarts(model, T1.images, T1.labels, setup.G["T1"], eps=cfg.eps_test, steps=MASK_STEPS,
                                  step_size=cfg.eps_test / 4, restarts=MASK_RESTARTS,
-                                 generator=torch_gen(cfg.seed, s, _PURPOSE["mask"], mid))
+                                 generator=torch_gen(cfg.seed, s, _PHASE["mask"]))
         pgd20 = summarize(run.evals[method, "T1"])["rob_acc"]
         run.masking[method] = {"pgd_main": pgd20, "pgd50x2": float(robust.float().mean()),
                                "drop": pgd20 - float(robust.float().mean())}
         if log:
             log(f"seed {s}: {method} done")
     return run
+
+
+def tau_rob_panel(cfg: Config, setup: Setup, run: SeedRun, values: tuple[float, ...] | None = None) -> pd.DataFrame:
+    """UCAT at several τ_rob with seed index ``run.seed_index``'s streams: suite-average metrics and the size of
+    λ·KL against CE at the start (first 10 steps) and end (last 50) of fine-tuning. τ_rob = 0 is TeCoA and
+    ``cfg.tau_rob`` is UCAT, both taken from ``run``; the others are fine-tuned here."""
+    values = cfg.tau_rob_panel if values is None else values
+    s = run.seed_index
+    rows = []
+    todo = sorted({0.0, float(cfg.tau_rob), *map(float, values)})
+    for tr in todo:
+        if tr == 0.0 and "tecoa" in run.logs:
+            log, evals = run.logs["tecoa"], {t: run.evals["tecoa", t] for t in setup.suite}
+        elif tr == float(cfg.tau_rob):
+            log, evals = run.logs["ucat"], {t: run.evals["ucat", t] for t in setup.suite}
+        else:
+            model, log = finetune(cfg, setup, "ucat", s, tau_rob=tr)
+            evals = evaluate_suite(cfg, setup, model, s)
+        m = pd.DataFrame([summarize(ev) for ev in evals.values()]).mean()
+        lam = ucat_lambda(cfg.tau, tr)
+        reg0, reg1 = float(log.reg[:10].mean()), float(log.reg[-50:].mean())
+        ce0, ce1 = float(log.ce[:10].mean()), float(log.ce[-50:].mean())
+        rows.append({"tau_rob": tr, "lambda": lam, "λ·KL / CE (start)": reg0 / ce0, "λ·KL / CE (end)": reg1 / ce1,
+                     "clean_acc": m.clean_acc, "rob_acc": m.rob_acc, "ece_adv": m.ece_adv, "H_adv": m.H_adv})
+    return pd.DataFrame(rows).set_index("tau_rob")
 
 
 # ------------------------------------------------------------------------------------------------- tables
@@ -173,7 +271,7 @@ def dirichlet_view(setup: Setup, cfg: Config, task: str = "T2", n: int = 3) -> p
     t, G, model = setup.suite[task], setup.G[task], setup.clip
     x, y = t.images[:n], t.labels[:n]
     x_adv = pgd_ce(model, x, y, G, eps=cfg.eps_test, steps=cfg.test_pgd_steps, step_size=cfg.eps_test / 4,
-                   generator=torch_gen(cfg.seed, 97))
+                   generator=torch_gen(cfg.seed, 97))  # an illustration, own stream
     rows = []
     with torch.no_grad():
         for name, xx in (("clean", x), ("PGD", x_adv)):
@@ -268,144 +366,3 @@ def loss_ratio(runs: list[SeedRun], method: str = "ucat", last: int = 50) -> dic
             "ce_end": ce1, "reg_end": reg1, "ratio_end": reg1 / ce1}
 
 
-# ------------------------------------------------------------------------------------------------- claims
-@dataclass
-class Verdict:
-    """A claim's condition on the seed-mean numbers and per seed, and the card's decision."""
-
-    holds: bool | None
-    numbers: dict
-    inconclusive: str | None = None
-
-
-def seeds_needed(n: int) -> int:
-    """⌈2n/3⌉: "in ≥ 2 of 3 seeds", generalised."""
-    return math.ceil(2 * n / 3)
-
-
-def decide(mean_ok: bool, seed_ok: list[bool], numbers: dict, why_not: str | None = None) -> Verdict:
-    """The card's rule: the condition holds on the mean and in ≥ ⌈2n/3⌉ seeds; < 3 seeds → inconclusive."""
-    n = len(seed_ok)
-    numbers = {**numbers, "mean condition": bool(mean_ok), "seeds meeting it": f"{sum(bool(v) for v in seed_ok)} of {n}"}
-    holds = bool(mean_ok) and int(sum(bool(v) for v in seed_ok)) >= seeds_needed(n)
-    if why_not:
-        return Verdict(holds, numbers, why_not)
-    if n < 3:
-        return Verdict(holds, numbers, f"the card's rule (mean and ≥ 2 of 3 seeds) needs 3 seeds; this run has {n}")
-    return Verdict(holds, numbers)
-
-
-def _paired_ci(a: np.ndarray, b: np.ndarray) -> list[float]:
-    """[lo, hi] of the mean paired difference a − b over seeds (a point when there is one seed)."""
-    mu, half = mean_ci(np.asarray(a, float) - np.asarray(b, float))
-    return [float(mu - half), float(mu + half)]
-
-
-def _per_seed(avg: pd.DataFrame, method: str, col: str) -> np.ndarray:
-    return avg.xs(method, level="method")[col].to_numpy()
-
-
-def claim_c1(results: pd.DataFrame, models: tuple[str, ...] = ("orig", "tecoa"), min_tasks: int = 3,
-             ece_factor: float = 2.0) -> Verdict:
-    """C1: on PGD inputs entropy falls below clean on ≥ 3 of 4 tasks while accuracy drops; ECE_adv ≥ 2 ECE_clean."""
-    def cond(df: pd.DataFrame) -> tuple[bool, dict]:
-        out, ok = {}, True
-        for m in models:
-            d = df[df.method == m].groupby("task").mean(numeric_only=True)
-            n_collapse = int(((d.H_adv < d.H_clean) & (d.rob_acc < d.clean_acc)).sum())
-            ratio = float(d.ece_adv.mean() / max(d.ece_clean.mean(), 1e-12))
-            out[f"{m}: tasks with H_adv < H_clean and acc drop"] = n_collapse
-            out[f"{m}: ECE_adv / ECE_clean"] = ratio
-            out[f"{m}: H clean→adv (suite)"] = [float(d.H_clean.mean()), float(d.H_adv.mean())]
-            ok &= n_collapse >= min_tasks and ratio >= ece_factor
-        return ok, out
-
-    mean_ok, numbers = cond(results)
-    seeds = sorted(results.seed.unique())
-    seed_ok = [cond(results[results.seed == s])[0] for s in seeds]
-    return decide(mean_ok, seed_ok, numbers)
-
-
-def claim_c2(results: pd.DataFrame, rel: float = 0.25) -> Verdict:
-    """C2: UCAT's suite-average adversarial ECE ≥ 25% below TeCoA's and below PMG-AFT's and FARE's."""
-    avg = suite_average(results)
-    present = set(results.method)
-    missing = [m for m in ("pmg_aft", "fare") if m not in present]
-    others = [m for m in ("tecoa", "pmg_aft", "fare") if m in present]
-    e = {m: _per_seed(avg, m, "ece_adv") for m in ["ucat", *others]}
-
-    def ok(i: slice | int) -> bool:
-        u = np.mean(e["ucat"][i])
-        return bool(u <= (1 - rel) * np.mean(e["tecoa"][i]) and all(u < np.mean(e[m][i]) for m in others[1:]))
-
-    numbers = {f"ECE_adv {m}": float(v.mean()) for m, v in e.items()}
-    numbers["relative reduction vs TeCoA"] = float(1 - e["ucat"].mean() / e["tecoa"].mean())
-    numbers["UCAT − TeCoA, 95% CI over seeds"] = _paired_ci(e["ucat"], e["tecoa"])
-    why = f"baselines {missing} were not run (methods parameter)" if missing else None
-    return decide(ok(slice(None)), [ok(i) for i in range(len(e["ucat"]))], numbers, why)
-
-
-def claim_c3(results: pd.DataFrame, margin: float = 0.03) -> Verdict:
-    """C3: UCAT's suite-average robust accuracy ≥ TeCoA's − 3 points."""
-    avg = suite_average(results)
-    u, t = _per_seed(avg, "ucat", "rob_acc"), _per_seed(avg, "tecoa", "rob_acc")
-    numbers = {"robust acc UCAT": float(u.mean()), "robust acc TeCoA": float(t.mean()),
-               "UCAT − TeCoA": float(u.mean() - t.mean())}
-    return decide(u.mean() >= t.mean() - margin, list(u >= t - margin), numbers)
-
-
-def claim_c4(results: pd.DataFrame, within: float = 0.08) -> Verdict:
-    """C4: UCAT's suite-average clean accuracy ≥ TeCoA's and within 8 points of the original model's."""
-    avg = suite_average(results)
-    u, t, o = (_per_seed(avg, m, "clean_acc") for m in ("ucat", "tecoa", "orig"))
-    numbers = {"clean acc UCAT": float(u.mean()), "clean acc TeCoA": float(t.mean()), "clean acc original": float(o.mean()),
-               "UCAT − TeCoA": float(u.mean() - t.mean()), "UCAT − original": float(u.mean() - o.mean())}
-
-    def ok(a, b, c) -> bool:
-        return bool(a >= b and abs(a - c) <= within)
-
-    return decide(ok(u.mean(), t.mean(), o.mean()), [ok(*v) for v in zip(u, t, o)], numbers)
-
-
-def spearman_over_tasks(sw: pd.DataFrame, method: str) -> float:
-    """Spearman ρ between ε and mean entropy, per task, averaged over tasks (ties/constant curves → ρ = 0)."""
-    d = sw[sw.method == method].groupby(["task", "eps"]).H_adv.mean().reset_index()
-    rhos = []
-    for _, g in d.groupby("task"):
-        rho = st.spearmanr(g.eps, g.H_adv).statistic if g.H_adv.nunique() > 1 else 0.0
-        rhos.append(0.0 if np.isnan(rho) else float(rho))
-    return float(np.mean(rhos))
-
-
-def claim_c5(sweep: pd.DataFrame, eps_sweep: tuple[float, ...], rho_min: float = 0.8) -> Verdict:
-    """C5: entropy rises with ε for UCAT (mean Spearman ρ ≥ 0.8) but not for TeCoA (ρ < 0.8)."""
-    present = set(sweep.method) if len(sweep) else set()
-    if not {"ucat", "tecoa"} <= present:
-        rho_u = spearman_over_tasks(sweep, "ucat") if "ucat" in present else float("nan")
-        return Verdict(None, {"rho UCAT": rho_u},
-                       f"the ε-sweep ran for {sorted(present)} only; both halves need UCAT and TeCoA")
-    why = None
-    if len(eps_sweep) < 3:
-        why = f"a rank correlation over {len(eps_sweep)} radii is not informative (the card uses 4)"
-
-    def ok(df: pd.DataFrame) -> tuple[bool, float, float]:
-        ru, rt = spearman_over_tasks(df, "ucat"), spearman_over_tasks(df, "tecoa")
-        return ru >= rho_min and rt < rho_min, ru, rt
-
-    mean_ok, ru, rt = ok(sweep)
-    seeds = sorted(sweep.seed.unique())
-    per = [ok(sweep[sweep.seed == s]) for s in seeds]
-    numbers = {"rho UCAT (seed-mean curves)": ru, "rho TeCoA (seed-mean curves)": rt,
-               "rho UCAT per seed": [p[1] for p in per], "rho TeCoA per seed": [p[2] for p in per]}
-    return decide(mean_ok, [p[0] for p in per], numbers, why)
-
-
-def claim_c6(results: pd.DataFrame) -> Verdict:
-    """C6: the softmax-KL ablation has higher suite-average adversarial ECE than UCAT."""
-    if "softmax_kl" not in set(results.method):
-        return Verdict(None, {}, "the softmax-KL ablation was not run (methods parameter)")
-    avg = suite_average(results)
-    u, a = _per_seed(avg, "ucat", "ece_adv"), _per_seed(avg, "softmax_kl", "ece_adv")
-    numbers = {"ECE_adv UCAT": float(u.mean()), "ECE_adv softmax-KL": float(a.mean()),
-               "softmax-KL − UCAT, 95% CI over seeds": _paired_ci(a, u)}
-    return decide(a.mean() > u.mean(), list(a > u), numbers)

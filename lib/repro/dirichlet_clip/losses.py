@@ -19,7 +19,8 @@ With τ = 0.07, α reaches e^{2/τ} ≈ 2.6·10¹²; lnΓ there is ≈ 7·10¹³
 (float32's spacing at 7·10¹³ is ≈ 8·10⁶). Everything Dirichlet here is computed in float64.
 
 Baselines: TeCoA (Mao et al., ICLR 2023) = the CE term alone; PMG-AFT (Wang et al., CVPR 2024) = CE +
-KL(p_θ0(x_adv) ‖ p_θ(x_adv)) + KL(p_θ(x) ‖ p_θ(x_adv)); FARE (Schlarmann et al., ICML 2024) =
+KL(p_θ0(x_adv) ‖ p_θ(x_adv)) + KL(p_θ(x) ‖ p_θ(x_adv)), the KLs summed over the batch as in the authors'
+code; FARE (Schlarmann et al., ICML 2024) =
 ‖φ_θ(x_adv) − φ_θ0(x)‖²; the C6 ablation replaces the Dirichlet KL by KL(softmax(s·cos_θ(x+δ)) ‖ softmax(s·cos_θ0(x))).
 """
 from __future__ import annotations
@@ -85,9 +86,15 @@ def softmax_kl_loss(logits_adv: torch.Tensor, y: torch.Tensor, logits0_clean: to
 
 def pmg_aft_loss(logits_adv: torch.Tensor, logits_clean: torch.Tensor, logits0_adv: torch.Tensor,
                  y: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
-    """PMG-AFT: CE(adv) + KL(p_θ0(x_adv) ‖ p_θ(x_adv)) + KL(p_θ(x) ‖ p_θ(x_adv)), unit weights."""
+    """PMG-AFT as its authors weight it: mean CE(adv) + Σ_batch KL(p_θ0(x_adv) ‖ p_θ(x_adv)) + Σ_batch KL(p_θ(x) ‖ p_θ(x_adv)).
+
+    The official ``PMG_AFT.py`` builds both KL terms with ``nn.KLDivLoss(reduction="sum")`` against the
+    batch-mean ``CrossEntropyLoss``, so each KL enters with weight = batch size relative to a per-example
+    mean. We keep that weighting (the paper writes unit weights on per-example terms). As in their code the
+    clean-image target p_θ(x) is not detached.
+    """
     ce = tecoa_loss(logits_adv, y)
-    reg = softmax_kl(logits0_adv.detach(), logits_adv).mean() + softmax_kl(logits_clean, logits_adv).mean()
+    reg = softmax_kl(logits0_adv.detach(), logits_adv).sum() + softmax_kl(logits_clean, logits_adv).sum()
     return ce + reg, {"ce": ce.item(), "reg": reg.item()}
 
 

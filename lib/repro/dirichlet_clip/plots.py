@@ -43,6 +43,24 @@ def plot_examples(suite, n: int = 6):
     return fig
 
 
+def plot_calibration(cal):
+    """The ε calibration: the pre-trained model's robust accuracy per task and suite-average against ε
+    (validation split), the rule's threshold and the chosen radius."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    t = cal.table
+    for col in [c for c in t.columns if c != "suite"]:
+        ax.plot(t.index, t[col], marker=".", lw=1, alpha=0.6, label=col)
+    ax.plot(t.index, t["suite"], marker="o", color="k", lw=2, label="suite average")
+    ax.axhline(cal.max_rob_acc, color="0.4", ls="--", lw=1, label=f"rule: ≤ {cal.max_rob_acc:g}")
+    if cal.chosen is not None:
+        ax.axvline(cal.chosen, color=style.color("orig"), ls=":", lw=1.5, label=f"chosen ε = {cal.chosen:g}")
+    ax.set_xlabel("attack radius ε (pixel units of [0, 1])")
+    ax.set_ylabel("robust accuracy of the original model")
+    ax.set_title("Calibrating the threat model on the validation split")
+    ax.legend(fontsize=8)
+    return fig
+
+
 def plot_training_losses(runs, methods=("ucat",)):
     """CE and the regulariser per fine-tuning step (seed 0), log scale: UCAT's λ·KL dwarfs its CE."""
     fig, ax = plt.subplots()

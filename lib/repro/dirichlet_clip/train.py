@@ -8,6 +8,10 @@ the anchors of UCAT, PMG-AFT, FARE and the softmax-KL ablation.
 
 Optimiser: Adam with cosine decay to zero and no warm-up, the same for every method (the repo's SGD with
 1,000 warm-up steps does not fit a 300-step toy run; card, "Setting").
+
+Common random numbers: the batch order comes from its own generator (:func:`batch_plan`), the training
+attack's random starts from another, and the caller hands every method generators built from the same key,
+so all methods see the same batches and the same PGD starts; UCAT with τ_rob = 0 then reproduces TeCoA bit for bit.
 """
 from __future__ import annotations
 
@@ -35,12 +39,26 @@ class FinetuneLog:
     lam: float  # λ of UCAT (0 otherwise)
 
 
+def batch_plan(n: int, steps: int, batch: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """Indices of each step's batch: a fresh permutation per epoch, last partial batch dropped."""
+    plan, order, pos = [], torch.randperm(n, generator=generator), 0
+    for _ in range(steps):
+        if pos + batch > n:
+            order, pos = torch.randperm(n, generator=generator), 0
+        plan.append(order[pos:pos + batch])
+        pos += batch
+    return plan
+
+
 def adversarial_finetune(clip: ToyCLIP, method: str, x: torch.Tensor, y: torch.Tensor, G: torch.Tensor, *,
                          steps: int, lr: float, eps: float, pgd_steps: int, tau: float, tau_rob: float,
-                         generator: torch.Generator) -> tuple[ToyCLIP, FinetuneLog]:
+                         generator: torch.Generator, batch_generator: torch.Generator | None = None
+                         ) -> tuple[ToyCLIP, FinetuneLog]:
     """Fine-tune a copy of ``clip``'s image encoder with ``method`` on (x, y) with class-prompt features G.
 
-    ``generator`` draws the batch order and the training PGD's random starts (the seed's randomness).
+    ``batch_generator`` draws the batch order (:func:`batch_plan`) and ``generator`` the training PGD's random
+    starts; pass generators seeded alike to every method for common random numbers. Without
+    ``batch_generator`` the batch order comes from ``generator`` too (drawn up front).
     """
     if method not in AFT_METHODS:
         raise ValueError(f"unknown fine-tuning method {method!r}; known: {', '.join(AFT_METHODS)}")
@@ -52,14 +70,8 @@ def adversarial_finetune(clip: ToyCLIP, method: str, x: torch.Tensor, y: torch.T
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: 0.5 * (1 + math.cos(math.pi * t / steps)))
     lam = L.ucat_lambda(tau, tau_rob) if method == "ucat" else 0.0
     ce_log, reg_log = np.zeros(steps), np.zeros(steps)
-    n = len(y)
-    order = torch.randperm(n, generator=generator)
-    pos = 0
-    for step in range(steps):
-        if pos + AFT_BATCH > n:  # a new epoch: a new permutation (last partial batch dropped)
-            order, pos = torch.randperm(n, generator=generator), 0
-        idx = order[pos:pos + AFT_BATCH]
-        pos += AFT_BATCH
+    plan = batch_plan(len(y), steps, AFT_BATCH, batch_generator if batch_generator is not None else generator)
+    for step, idx in enumerate(plan):
         xb, yb = x[idx], y[idx]
         if method == "clean_ft":
             loss = L.tecoa_loss(model.logits(xb, G), yb)
