@@ -293,18 +293,152 @@ def test_config_rejects_bad_values_naming_them(name, value):
     assert f"'{name}'" in msg and "\n" not in msg
 
 
-def test_seed_rule_needs_two_of_three_seeds():
-    good = {"base": {"target_rate": 0.99, "retain_acc": 0.99}, "UnHype": {"target_rate": 0.0, "retain_acc": 0.99}}
-    bad = {"base": {"target_rate": 0.99, "retain_acc": 0.99}, "UnHype": {"target_rate": 0.3, "retain_acc": 0.99}}
-    holds, nums, why = verdicts.c1([good, good, bad])
-    assert holds and why is None
-    holds, _, _ = verdicts.c1([good, bad, bad])            # mean rate 0.2 and 1 of 3 seeds
-    assert not holds
-    _, _, why = verdicts.c1([good])
-    assert "seed" in why
+# ---------------------------------------------------------------------- verdicts: every claim holds and fails,
+# every control passes and fails, on synthetic numbers
+
+def _seed(ut=0.0, lt=0.12, un=0.99, ln=0.85, du=0.03, dl=2.5, pu=0.0, pc=0.06, base_rate=0.99, uce=0.07,
+          base_para=0.75, drop=0.0, droph=0.0):
+    base = {"target_rate": base_rate, "retain_acc": 0.99, "retain_acc_seen": 0.99, "retain_acc_heldout": 0.99,
+            "para_target_rate": base_para, "para_retain_acc": 0.78}
+    return {"base": base,
+            "UnHype": {"target_rate": ut, "retain_acc": 0.99 - drop, "retain_acc_heldout": 0.99 - droph,
+                       "retain_acc_near": un, "retain_acc_near_heldout": un, "drift_near": du,
+                       "para_target_rate": pu, "para_retain_acc": 0.78},
+            "LoRA-ESD": {"target_rate": lt, "retain_acc_near": ln, "retain_acc_near_heldout": ln, "drift_near": dl},
+            "UCE": {"target_rate": uce, "para_target_rate": pc}}
+
+
+def _ledger_accepts(kw, control=False):
+    """The returned kwargs are exactly what Ledger.record / Ledger.control take."""
+    from repro.common import Ledger
+
+    led = Ledger(Config.from_profile("smoke"), verdicts.CLAIMS, controls=verdicts.CONTROLS)
+    for k in verdicts.CONTROLS:
+        led.control(k, holds=True, threshold="t", numbers={})
+    if control:
+        led.control("K1", **kw)
+        return led.verdict("K1")
+    led.record("C1", **kw)
+    return led.verdict("C1")
+
+
+def test_claims_and_controls_are_declared_with_lettered_parts():
+    assert {"C3a", "C3b", "C3c"} <= set(verdicts.CLAIMS) and "C3" not in verdicts.CLAIMS
+    assert set(verdicts.CONTROLS) == {"K1", "K2", "K3", "K4", "K5", "K6"}
+    from repro import unhype
+    assert unhype.CLAIMS is verdicts.CLAIMS and unhype.CONTROLS is verdicts.CONTROLS
+
+
+def test_c1_holds_fails_and_needs_three_seeds():
+    good, bad = _seed(), _seed(ut=0.3)
+    kw = verdicts.c1([good, good, bad])                      # mean 0.1, 2 of 3 seeds
+    assert kw["holds"] and kw["inconclusive"] is None and kw["needs"] == ("K1",) and "0.100" in kw["reason"]
+    assert _ledger_accepts(kw) == "holds"
+    kw = verdicts.c1([good, bad, bad])                        # mean 0.2, 1 of 3 seeds
+    assert kw["holds"] is False and "0.200" in kw["reason"]
+    assert _ledger_accepts(kw) == "fails"
+    kw = verdicts.c1([_seed(droph=0.08)] * 3)                 # held-out templates are damaged
+    assert kw["holds"] is False and "held-out" in kw["reason"]
+    assert "seed" in verdicts.c1([good])["inconclusive"]
+
+
+def test_c2_is_a_paired_comparison_with_the_card_margin():
+    seeds = [_seed(ln=x) for x in (0.85, 0.87, 0.83, 0.86, 0.84)]
+    kw = verdicts.c2(seeds)
+    assert kw["holds"] is True and kw["needs"] == ("K1", "K2") and "CI" in kw["reason"]
+    kw = verdicts.c2([_seed(ln=x) for x in (0.985, 0.98, 0.99, 0.975, 0.985)])   # gain ~1 point, CI below 3
+    assert kw["holds"] is False and "below 3" in kw["reason"]
+    kw = verdicts.c2([_seed(ln=x) for x in (0.99, 0.80, 0.99, 0.98, 0.99)])      # CI straddles the margin
+    assert kw["holds"] is None and "straddles" in kw["inconclusive"]
+    kw = verdicts.c2([_seed(ln=0.85, du=3.0 + x) for x in (0.0, 0.1, 0.2, 0.1, 0.0)])   # UnHype drifts more
+    assert kw["holds"] is False and "not lower" in kw["reason"]
+
+
+def test_c3_parts_hold_and_fail_separately():
+    assert verdicts.c3a([40.0, 50.0, 30.0])["holds"] and not verdicts.c3a([4.0, 50.0, 3.0])["holds"]
+    falling = [1.0, 0.8, 0.6, 0.5, 0.4, 0.3, 0.25, 0.2, 0.15]
+    dip = [1.0, 0.5, 0.2, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35]
+    ks = list(range(0, 101, 12))[:9]
+    assert verdicts.c3b([falling] * 3)["holds"] and not verdicts.c3b([[1.0] * 8 + [0.9]] * 3)["holds"]
+    kw = verdicts.c3c([falling] * 3, ks)
+    assert kw["holds"] and kw["needs"] == ("K1", "K3")
+    kw = verdicts.c3c([dip] * 3, ks)
+    assert kw["holds"] is False and f"lowest at k = {ks[3]}" in kw["reason"]
+
+
+def test_c4_holds_fails_and_is_inconclusive_without_a_measurable_difference():
+    assert verdicts.c4([_seed(pc=x) for x in (0.06, 0.05, 0.07)])["holds"] is True
+    kw = verdicts.c4([_seed(pu=0.4)] * 3)
+    assert kw["holds"] is False and "0.400" in kw["reason"]
+    kw = verdicts.c4([_seed(pu=0.1, pc=x) for x in (0.2, 0.0, 0.15)])
+    assert kw["holds"] is None and "straddles" in kw["inconclusive"]
+
+
+def _multi(m, rates, base_drop, lora_drop, n=400, seed=0):
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(seed)
+    hits = {d: (rng.random(n) < r).astype(float) for d, r in rates.items()}
+    u = (rng.random(n) < 0.99 - base_drop).astype(float)
+    lo = np.minimum(u, (rng.random(n) < 0.99 - lora_drop).astype(float))
+    rh = {"base": np.ones(n), "UnHype": u, "LoRA-ESD (one on all)": lo}
+    return SimpleNamespace(m=m, unhype_hits=hits, unhype_rates={d: h.mean() for d, h in hits.items()},
+                           retain={k: v.mean() for k, v in {**rh, "LoRA-ESD (summed)": lo}.items()}, retain_hits=rh)
+
+
+def test_c5_and_c6_decide_on_bootstrap_intervals():
+    ok = [_multi(1, {7: 0.0}, 0.0, 0.1), _multi(5, {7: 0.02, 8: 0.03}, 0.0, 0.2, seed=1)]
+    assert verdicts.c5(ok, (1, 5))["holds"] is True
+    bad = [_multi(1, {7: 0.0}, 0.0, 0.1), _multi(5, {7: 0.02, 8: 0.5}, 0.0, 0.2, seed=1)]
+    kw = verdicts.c5(bad, (1, 5))
+    assert kw["holds"] is False and "digit 8" in kw["reason"]
+    assert "lacks" in verdicts.c5(ok[:1], (1,))["inconclusive"]
+    rows = {"flow": (0.99, np.zeros(200)), "DDPM": (0.9, np.r_[np.zeros(196), np.ones(4)])}
+    assert verdicts.c6(rows)["holds"] is True
+    kw = verdicts.c6({"flow": (0.99, np.zeros(200)), "DDPM": (0.9, np.r_[np.zeros(100), np.ones(100)])})
+    assert kw["holds"] is False and "DDPM" in kw["reason"]
+    assert "run_ddpm" in verdicts.c6({"flow": rows["flow"]})["inconclusive"]
     assert verdicts._decide(0.0, 0.1, 0.2, below=True) == "holds"
     assert verdicts._decide(0.1, 0.3, 0.2, below=True) == "undecided"
     assert verdicts._decide(0.25, 0.3, 0.2, below=True) == "fails"
+
+
+def test_controls_pass_and_fail():
+    good = [_seed()] * 3
+    kw = verdicts.k1(0.99, {7: 1.0}, good)
+    assert kw["holds"] and _ledger_accepts(kw, control=True) == "passed"
+    kw = verdicts.k1(0.99, {7: 1.0}, [_seed(base_rate=0.5)] * 3)
+    assert not kw["holds"] and "0.500" in kw["reason"] and _ledger_accepts(kw, control=True) == "failed"
+    assert not verdicts.k1(0.90, {7: 1.0}, good)["holds"]
+    stop = [{"matched": True, "steps": 60, "stop_rate": 0.13}] * 3
+    assert verdicts.k2(good, stop)["holds"]
+    kw = verdicts.k2(good, [{"matched": False, "steps": 400, "stop_rate": 0.4}] + stop[1:])
+    assert not kw["holds"] and "1 of 3" in kw["reason"]
+    kw = verdicts.k2([_seed(ut=0.1, lt=0.02)] * 3, stop)                     # LoRA erased more than UnHype
+    assert not kw["holds"] and "tilts" in kw["reason"]
+    assert not verdicts.k2([_seed(lt=0.2)] * 3, stop)["holds"]
+    assert verdicts.k3(True, 0.02, [1.0, 0.8, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2])["holds"]
+    kw = verdicts.k3(True, 0.02, [1.0, 0.5, 0.2, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35])
+    assert not kw["holds"] and "monotone" in kw["reason"]
+    assert not verdicts.k3(False, 0.9, [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2])["holds"]
+    assert verdicts.k4(good)["holds"]
+    assert not verdicts.k4([_seed(base_para=0.3)] * 3)["holds"]
+    assert not verdicts.k4([_seed(uce=0.5)] * 3)["holds"]
+    assert verdicts.k5({1: {7: 0.99}, 3: {7: 0.99, 8: 0.95, 4: 0.9}})["holds"]
+    kw = verdicts.k5({1: {7: 0.99}, 3: {7: 0.99, 8: 0.5, 4: 0.9}})
+    assert not kw["holds"] and "digit 8" in kw["reason"]
+    assert verdicts.k6({"flow": 0.99, "DDPM": 0.9})["holds"]
+    assert not verdicts.k6({"flow": 0.99, "DDPM": 0.8})["holds"]
+    assert not verdicts.k6({"flow": 0.99})["holds"]
+
+
+def test_a_failed_control_makes_a_holding_claim_inconclusive():
+    from repro.common import Ledger
+
+    led = Ledger(Config.from_profile("smoke"), verdicts.CLAIMS, controls=verdicts.CONTROLS)
+    led.control("K1", **verdicts.k1(0.99, {7: 1.0}, [_seed(base_rate=0.3)] * 3))
+    led.record("C1", **verdicts.c1([_seed()] * 3))
+    assert led.verdict("C1") == "inconclusive" and "K1" in led.claims["C1"].reason
 
 
 def test_flat_orders_alpha_a_b_per_layer():

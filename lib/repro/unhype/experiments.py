@@ -21,7 +21,8 @@ import torch
 from repro.common.paths import cache_dir
 
 from .config import Config
-from .data import WORDS as WORDS_, ANCHOR_PROMPTS, PromptBank, embed_prompts, load_digit_tensors, prompt_bank
+from .data import (WORDS as WORDS_, ANCHOR_PROMPTS, RETAIN_HELDOUT, PromptBank, embed_prompts, load_digit_tensors,
+                   prompt_bank)
 from .erase import (BaselineResult, ESDBank, GDTrajectory, ablation_bank, apply_uce, bank_loss, esd_bank,
                     explicit_gd_trajectory, train_concept_ablation, train_esd, train_lora_esd, train_unhype,
                     unhype_factors)
@@ -33,7 +34,6 @@ from .models import CondMLP, DigitClassifier, sample, train_base, train_classifi
 RATE_OK = 0.15          # matched-erasure threshold of the card
 CFG_SCALE = 3.0
 N_TRAJ = 512            # ESD bank trajectories per target
-N_CHECK = 100           # samples of the early-stopping check
 ALPHA_INIT = 1.0
 CACHE_VERSION = "unhype-v1"
 
@@ -58,6 +58,7 @@ class World:
     data: dict[str, torch.Tensor]
     clf: DigitClassifier
     clf_acc: float
+    clf_recall: np.ndarray          # (10,) per-digit recall of the classifier on the real test split
     uncond: int
     anchor: int
     mean_emb: np.ndarray
@@ -69,10 +70,24 @@ class World:
     def train_prompts(self, digit: int) -> np.ndarray:
         return self.prompts.idx(digit, "train")
 
+    def heldout_prompts(self, digit: int) -> np.ndarray:
+        """The training templates of ``digit`` kept out of every retention set (:data:`~.data.RETAIN_HELDOUT`)."""
+        return self.train_prompts(digit)[list(RETAIN_HELDOUT)]
+
+    def seen_prompts(self, digit: int) -> np.ndarray:
+        """The other 8 training templates of ``digit``: those a retention set may contain."""
+        ids = self.train_prompts(digit)
+        return np.delete(ids, list(RETAIN_HELDOUT))
+
     def retain_pool(self, erased: list[int]) -> np.ndarray:
-        """Retain prompts of the unlearning losses: other digits' training templates and ""."""
-        keep = [i for d in range(10) if d not in erased for i in self.train_prompts(d)]
+        """Retain prompts of the unlearning losses (and UCE's preserve set): the other digits' *seen* training
+        templates and "". Their held-out templates are never in it: retain accuracy is also measured on those."""
+        keep = [i for d in range(10) if d not in erased for i in self.seen_prompts(d)]
         return np.array(keep + [self.uncond])
+
+    def anchor_pool(self, erased: list[int]) -> np.ndarray:
+        """Concept Ablation's anchor concept: the other digits' seen training templates (it excludes the target)."""
+        return np.array([i for d in range(10) if d not in erased for i in self.seen_prompts(d)])
 
 
 def _key(payload: dict) -> str:
@@ -98,13 +113,15 @@ def build_world(cfg: Config) -> World:
         clf = _seeded(cfg.seed, lambda: train_classifier(data["x_train"], data["y_train"], seed=cfg.seed))
         torch.save(clf.state_dict(), path)
     with torch.no_grad():
-        acc = float((clf.predict(data["x_test"]) == data["y_test"]).float().mean())
+        pred_test = clf.predict(data["x_test"])
+        acc = float((pred_test == data["y_test"]).float().mean())
+        recall = np.array([float((pred_test[data["y_test"] == d] == d).float().mean()) for d in range(10)])
         real_feats = clf.features(data["x_test"]).numpy()
     t2 = time.process_time()
     uncond = prompts.index_of(ANCHOR_PROMPTS["empty"])
     anchor = prompts.index_of(ANCHOR_PROMPTS[cfg.anchor])
     mean_emb = mean_embeddings(emb.numpy(), prompts.digit, prompts.idx(split="train"))
-    return World(cfg, prompts, emb, data, clf, acc, uncond, anchor, mean_emb, real_feats,
+    return World(cfg, prompts, emb, data, clf, acc, recall, uncond, anchor, mean_emb, real_feats,
                  cpu={"text encoder": t1 - t0, "classifier": t2 - t1})
 
 
@@ -185,13 +202,16 @@ def generate(world: World, model: CondMLP, factors: Callable | None, prompt_ids:
     return Samples(x.numpy(), np.asarray(lab), np.asarray(prompt_ids), pred, feats)
 
 
-def make_check(world: World, model_for_factors: CondMLP, targets: list[int], seed: int) -> tuple[Callable, Callable]:
-    """The early-stopping check (max target rate over ``targets``, 100 samples each, fixed noise).
+def make_check(world: World, model_for_factors: CondMLP, targets: list[int], seed: int,
+               n_check: int | None = None) -> tuple[Callable, Callable]:
+    """The early-stopping check (max target rate over ``targets``, ``n_check`` samples each (default
+    ``cfg.n_check``), fixed noise).
 
     Returns (check for a fine-tuned model copy, check for LoRA factors on ``model_for_factors``).
     """
     gen = torch.Generator().manual_seed(seed + 555)
-    ids = np.concatenate([world.train_prompts(d)[np.arange(N_CHECK) % 12] for d in targets])
+    n_check = n_check or world.cfg.n_check
+    ids = np.concatenate([world.train_prompts(d)[np.arange(n_check) % 12] for d in targets])
     noise = torch.randn(len(ids), 64, generator=gen)
 
     def rate(s: Samples) -> float:
@@ -212,6 +232,7 @@ def summarize(world: World, s: Samples, para: Samples, base: Samples, base_para:
     retain = [d for d in range(10) if d not in erased]
     rm = np.isin(s.label, retain)
     nm = np.isin(s.label, nearest)
+    held = np.isin(s.prompt, np.concatenate([world.heldout_prompts(d) for d in range(10)]))
     tr = float(np.mean([target_rate(s.pred, s.label, d) for d in erased]))
     pr = float(np.mean([target_rate(para.pred, para.label, d) for d in erased]))
     ra = retain_acc(s.pred, s.label, retain)
@@ -219,7 +240,10 @@ def summarize(world: World, s: Samples, para: Samples, base: Samples, base_para:
     return {
         "target_rate": tr,
         "retain_acc": ra,
+        "retain_acc_seen": retain_acc(s.pred[~held], s.label[~held], retain),
+        "retain_acc_heldout": retain_acc(s.pred[held], s.label[held], retain),
         "retain_acc_near": retain_acc(s.pred, s.label, nearest),
+        "retain_acc_near_heldout": retain_acc(s.pred[held], s.label[held], nearest),
         "drift_retain": paired_drift(s.x, base.x, rm),
         "drift_near": paired_drift(s.x, base.x, nm),
         "drift_target": paired_drift(s.x, base.x, ~rm),
@@ -337,7 +361,8 @@ def run_replicate(world: World, model: CondMLP, erased: list[int], seed: int, et
         erase_ids = np.concatenate([world.train_prompts(d) for d in erased])
         bl["UCE"] = apply_uce(model, world.emb, erase_ids, world.anchor, keep)
         t = time.process_time()
-        abl = {d: ablation_bank(model, world.emb, world.train_prompts(d), world.anchor, world.uncond, n=N_TRAJ,
+        anchors = world.anchor_pool(erased)        # Concept Ablation's anchor concept excludes the target
+        abl = {d: ablation_bank(model, world.emb, world.train_prompts(d), anchors, world.uncond, n=N_TRAJ,
                                 steps=cfg.sample_steps, seed=seed + 77 * d) for d in erased}
         bl["Concept Ablation"] = train_concept_ablation(model, abl, world.emb, check_model, **kw)
         bl["Concept Ablation"].seconds += time.process_time() - t
@@ -382,6 +407,7 @@ class MultiResult:
     cpu: dict[str, float]                    # UnHype one run vs LoRA runs
     lora_all_matched: bool
     lora_each_matched: list[bool]
+    base_rates: dict[int, float] = field(default_factory=dict)   # base target rate of every erased digit
 
 
 def multi_order(world: World) -> list[int]:
@@ -434,7 +460,7 @@ def run_multi(world: World, model: CondMLP, m: int, seed: int, eta_int: float, b
     return MultiResult(m, erased, rates["UnHype"], hits, rates["LoRA-ESD (one on all)"], rates["LoRA-ESD (summed)"],
                        retain_acc(s["base"].pred, lab, retain),
                        {name: retain_acc(x.pred, lab, retain) for name, x in s.items()}, rhits, cpu,
-                       lora_all.matched, [b.matched for b in each])
+                       lora_all.matched, [b.matched for b in each], rates["base"])
 
 
 # ---------------------------------------------------------------------- C6: the other backbone

@@ -31,16 +31,19 @@ def sample_grid(samples: dict, erased: list[int], title: str, per_digit: int = 1
     return fig
 
 
-def method_bars(table: dict[str, dict[str, list[float]]], metrics: list[tuple[str, str]], title: str):
-    """Grouped bars, mean ± 95% CI over seeds: ``table[method][metric]`` is the list over seeds."""
+def method_bars(table: dict[str, dict[str, list[float]]], metrics: list[tuple[str, str]], title: str,
+                unmatched: set[str] = frozenset()):
+    """Grouped bars, mean ± 95% CI over seeds: ``table[method][metric]`` is the list over seeds. Methods in
+    ``unmatched`` (a baseline that missed the matched erasure level) are hatched and labelled so."""
     methods = list(table)
-    fig, ax = plt.subplots(figsize=(8.5, 3.8))
+    fig, ax = plt.subplots(figsize=(9.5, 4.0))
     width = 0.8 / len(methods)
     x = np.arange(len(metrics))
     for j, m in enumerate(methods):
         means, halves = zip(*[mean_ci(np.asarray(table[m][key], float)) for key, _ in metrics])
-        ax.bar(x + (j - (len(methods) - 1) / 2) * width, means, width, yerr=halves, capsize=2, label=m,
-               color=style.color(m))
+        ax.bar(x + (j - (len(methods) - 1) / 2) * width, means, width, yerr=halves, capsize=2,
+               label=m + (" (unmatched)" if m in unmatched else ""), color=style.color(m),
+               hatch="//" if m in unmatched else None, edgecolor="white" if m in unmatched else None)
     ax.set_xticks(x, [lab for _, lab in metrics])
     ax.set_ylabel("fraction of samples")
     ax.set_ylim(0, 1.05)

@@ -1,12 +1,23 @@
-"""The card's claims as functions of measured numbers: each returns (holds, numbers, inconclusive reason or None).
+"""Chapter 01's claims and controls, and the functions that decide them from measured numbers.
+
+Every function returns the keyword arguments of :meth:`repro.common.Ledger.record` (claims: ``holds``,
+``threshold``, ``numbers``, ``reason``, ``inconclusive``, ``needs``) or :meth:`~repro.common.Ledger.control`
+(controls: ``holds``, ``threshold``, ``numbers``, ``reason``), so the notebook only writes
+``ledger.record("C1", **verdicts.c1(...))``. Reasons are sentences computed from the numbers.
 
 Rules (from the card; thresholds in :data:`THRESHOLDS`, never loosened):
 
-* C1-C4 are judged over the replicate seeds: a claim holds if its condition is true for the seed mean *and* in
-  at least ceil(2/3 n_seeds) seeds (2 of 3). With fewer than 3 seeds the verdict is inconclusive.
+* C1-C4 are judged over the replicate seeds: a condition holds if it is true for the seed mean *and* in at least
+  ceil(2/3 n_seeds) seeds (2 of 3, 4 of 5). With fewer than 3 seeds the verdict is inconclusive. Comparisons
+  between methods (C2, and C4's "below UCE's") are paired over seeds with :func:`repro.common.compare_paired`:
+  a comparison counts only when the 95% CI of the paired difference clears the card's margin; a CI that
+  straddles it decides nothing (inconclusive).
 * C5-C6 use seed 0 only and decide on 95% bootstrap intervals over samples: a condition holds if its whole
   interval satisfies the threshold, fails if the whole interval violates it, and is undecided otherwise.
-* Every claim needs a base generator that makes the target (base target rate >= 0.85); otherwise inconclusive.
+* Controls (K1-K6) check that the run could see an effect of each claim's kind: the evaluator and the base
+  generator work (K1), the static LoRA of C2 really stopped at the matched erasure level (K2), the explicit GD
+  trajectory that H amortizes does fall monotonically (K3), the paraphrases are the target for the base model and
+  UCE erases its own prompts (K4), the base draws every digit C5 erases (K5), both backbones draw the target (K6).
 """
 from __future__ import annotations
 
@@ -15,12 +26,53 @@ import math
 import numpy as np
 from scipy import stats
 
+from repro.common import compare_paired
+
 THRESHOLDS = {
     "rate": 0.15, "base_rate": 0.85, "retain_drop": 0.05, "near_gain": 0.03, "norm_ratio": 10.0,
     "esd_ratio": 0.5, "rho": -0.9, "para_rate": 0.30, "para_drop": 0.05, "multi_rate": 0.2,
     "multi_growth": 0.05, "multi_lora_extra": 0.02, "backbone_rate": 0.2,
+    # controls
+    "clf_acc": 0.97, "clf_recall": 0.90, "base_retain": 0.90, "para_base": 0.60,
 }
 T = THRESHOLDS
+
+#: The card's claims, verbatim in substance (thresholds included); C3's lettered parts are separate ids.
+CLAIMS = {
+    "C1": "Single-concept erasure: erasing digit 7, UnHype's target rate <= 0.15 (base >= 0.85) and its retain "
+          "accuracy is at most 5 points below the base's (mean over seeds and in >= 2 of 3 seeds).",
+    "C2": "Locality vs a static LoRA: at matched erasure (both target rates <= 0.15), UnHype's retain accuracy on the "
+          "3 digits nearest to the target in prompt-embedding space is >= 3 points above static LoRA-ESD's, and its "
+          "paired drift on them is lower.",
+    "C3a": "Dynamic adapters: mean ||A(c)B(c)||_F at k=K is >= 10x larger for target than for retain prompts.",
+    "C3b": "ESD loss falls along k: L_ESD(H(c*,K)) <= 0.5 L_ESD(H(c*,0)).",
+    "C3c": "Monotone trajectory (may not hold): L_ESD along k in {0, K/8, ..., K} is monotone (Spearman rho <= -0.9).",
+    "C4": "Paraphrases (may not hold): on held-out paraphrases of the target, UnHype's target rate <= 0.30 and below "
+          "UCE's; retained digits' paraphrases keep retain accuracy >= base - 5 points.",
+    "C5": "Multi-concept (expected partially): erasing m in {1, 3, 5} digits with one H (same iteration budget), target "
+          "rate <= 0.2 for every erased digit at every m; the retain-accuracy drop grows <= 5 points from m=1 to m=5, "
+          "while one static LoRA on all m loses >= 2 points more at m=5; cost: 1 UnHype run vs m per-concept runs.",
+    "C6": "Backbone-agnostic: UnHype's target rate <= 0.2 on both the eps-prediction DDPM ('SD-like') and the "
+          "rectified-flow ('Flux-like') backbone, with the same hypernetwork code.",
+}
+
+#: Positive controls: could this run see an effect of each claim's kind?
+CONTROLS = {
+    "K1": "Evaluator and generator: the frozen classifier is accurate on held-out real digits (>= 0.97, recall on "
+          "the target >= 0.90), and the base generator draws the target (target rate >= 0.85) and the retained digits "
+          "(retain accuracy >= 0.90 on training and on held-out templates), so erasure and collateral damage are "
+          "measurable.",
+    "K2": "Matched erasure for C2: static LoRA-ESD stopped by the matched-erasure rule (400-sample check <= 0.15) in "
+          "every seed, both methods' evaluated target rates are <= 0.15 (mean over seeds), and LoRA-ESD erased no "
+          "more than UnHype (its mean rate >= UnHype's), so C2 compares locality at equal or favourable-to-LoRA "
+          "erasure.",
+    "K3": "The trajectory H amortizes: plain GD on a static LoRA at the calibrated eta_int erases the target "
+          "(rate <= 0.15 at k=K) and its ESD loss falls monotonically (Spearman rho <= -0.9) to <= 0.5 of its start.",
+    "K4": "Paraphrases are the target: the base generator draws the target from its held-out paraphrases (rate >= "
+          "0.60, twice C4's 0.30) and UCE, the comparator, erases the target's training prompts (rate <= 0.15).",
+    "K5": "Multi-concept apparatus: the base generator draws every digit that C5 erases (rate >= 0.85 each, every m).",
+    "K6": "Both backbones draw the target: base target rate >= 0.85 on the rectified-flow and on the DDPM backbone.",
+}
 
 
 def _votes(flags: list[bool]) -> tuple[int, int]:
@@ -28,83 +80,283 @@ def _votes(flags: list[bool]) -> tuple[int, int]:
     return int(sum(flags)), need
 
 
-def _seed_rule(mean_ok: bool, flags: list[bool]) -> tuple[bool, dict]:
+def _seed_rule(mean_ok: bool, flags: list[bool]) -> tuple[bool, str]:
     n_ok, need = _votes(flags)
-    return bool(mean_ok and n_ok >= need), {"seeds meeting it": f"{n_ok} of {len(flags)}"}
+    return bool(mean_ok and n_ok >= need), f"{n_ok} of {len(flags)}"
 
 
 def _few_seeds(n: int) -> str | None:
     return (f"only {n} seed(s): the card's rule needs the condition in >= 2 of 3 seeds" if n < 3 else None)
 
 
-def _base_gate(base_rates: list[float]) -> str | None:
-    b = float(np.mean(base_rates))
-    return (f"the base generator makes the target in only {b:.2f} of samples (< 0.85): nothing to erase"
-            if b < T["base_rate"] else None)
+def _mean(x) -> float:
+    return float(np.mean(np.asarray(x, float)))
 
 
-def c1(m: list[dict]) -> tuple[bool, dict, str | None]:
+def _join(parts: list[str]) -> str:
+    return "; ".join(p for p in parts if p) + "." if any(parts) else ""
+
+
+def _why(parts: list[str]) -> str:
+    """A control's failure reason (no final period: the ledger appends it to claims' reasons)."""
+    return "; ".join(p for p in parts if p)
+
+
+def _ci_part(lo: float, hi: float, margin: float) -> str:
+    """'holds' when the paired CI lies above ``margin``, 'fails' when wholly below it, else 'undecided'."""
+    return "holds" if lo > margin else ("fails" if hi < margin else "undecided")
+
+
+# ====================================================================== controls
+
+def k1(clf_acc: float, clf_recall: dict[int, float], m: list[dict]) -> dict:
+    """``clf_recall``: per erased digit, the classifier's recall on real test digits; ``m``: per-seed metrics."""
+    br = [s["base"]["target_rate"] for s in m]
+    ra = [s["base"]["retain_acc_seen"] for s in m]
+    rh = [s["base"]["retain_acc_heldout"] for s in m]
+    worst_recall = min(clf_recall.values())
+    checks = {
+        f"classifier accuracy on held-out real digits {clf_acc:.3f} (< {T['clf_acc']})": clf_acc >= T["clf_acc"],
+        f"its recall on the target {worst_recall:.3f} (< {T['clf_recall']})": worst_recall >= T["clf_recall"],
+        f"base target rate {_mean(br):.3f} (< {T['base_rate']})": _mean(br) >= T["base_rate"],
+        f"base retain accuracy on training templates {_mean(ra):.3f} (< {T['base_retain']})":
+            _mean(ra) >= T["base_retain"],
+        f"base retain accuracy on held-out templates {_mean(rh):.3f} (< {T['base_retain']})":
+            _mean(rh) >= T["base_retain"],
+    }
+    return dict(holds=all(checks.values()),
+                threshold=f"classifier acc >= {T['clf_acc']}, target recall >= {T['clf_recall']}; base target rate "
+                          f">= {T['base_rate']}; base retain acc >= {T['base_retain']} (training and held-out "
+                          "templates); means over seeds",
+                numbers={"classifier test accuracy": clf_acc,
+                         "classifier recall on the target": {str(d): v for d, v in clf_recall.items()},
+                         "base target rate": _mean(br), "base retain acc (training templates)": _mean(ra),
+                         "base retain acc (held-out templates)": _mean(rh)},
+                reason=_why([k for k, ok in checks.items() if not ok]))
+
+
+def k2(m: list[dict], lora: list[dict]) -> dict:
+    """``lora``: per seed, LoRA-ESD's stop {'matched': bool, 'steps': int, 'stop_rate': float}."""
+    matched = [bool(b["matched"]) for b in lora]
+    ru = [s["UnHype"]["target_rate"] for s in m]
+    rl = [s["LoRA-ESD"]["target_rate"] for s in m]
+    checks = {
+        f"LoRA-ESD never reached the check threshold in {len(matched) - sum(matched)} of {len(matched)} seeds":
+            all(matched),
+        f"LoRA-ESD's evaluated target rate is {_mean(rl):.3f} (> {T['rate']})": _mean(rl) <= T["rate"],
+        f"UnHype's evaluated target rate is {_mean(ru):.3f} (> {T['rate']})": _mean(ru) <= T["rate"],
+        f"LoRA-ESD erased more than UnHype (rate {_mean(rl):.3f} < {_mean(ru):.3f}), which tilts C2 towards UnHype":
+            _mean(rl) >= _mean(ru),
+    }
+    return dict(holds=all(checks.values()),
+                threshold=f"LoRA-ESD stopped by the rule in every seed; mean evaluated rates <= {T['rate']} for both; "
+                          "LoRA-ESD's mean rate >= UnHype's",
+                numbers={"LoRA-ESD stop step per seed": [int(b["steps"]) for b in lora],
+                         "LoRA-ESD check rate at stop per seed": [float(b["stop_rate"]) for b in lora],
+                         "LoRA-ESD evaluated target rate per seed": rl,
+                         "UnHype evaluated target rate (mean)": _mean(ru),
+                         "LoRA-ESD evaluated target rate (mean)": _mean(rl),
+                         "LoRA-ESD matched in": f"{sum(matched)} of {len(matched)} seeds"},
+                reason=_why([k for k, ok in checks.items() if not ok]))
+
+
+def _rho(curve) -> float:
+    c = np.asarray(curve, float)
+    return float(stats.spearmanr(np.arange(len(c)), c).statistic)
+
+
+def k3(reached: bool, gd_rate: float, gd_loss: list[float]) -> dict:
+    """The explicit GD trajectory of the eta calibration: did it erase, and is its loss monotone along k?"""
+    rho, red = _rho(gd_loss), float(gd_loss[-1] / gd_loss[0])
+    checks = {
+        f"explicit GD leaves target rate {gd_rate:.3f} at k = K (> {T['rate']})": reached and gd_rate <= T["rate"],
+        f"its ESD loss is not monotone along k (Spearman rho {rho:.2f} > {T['rho']})": rho <= T["rho"],
+        f"its ESD loss only falls to {red:.2f} of its start (> {T['esd_ratio']})": red <= T["esd_ratio"],
+    }
+    return dict(holds=all(checks.values()),
+                threshold=f"GD rate at k=K <= {T['rate']}; Spearman rho <= {T['rho']}; L(K)/L(0) <= {T['esd_ratio']}",
+                numbers={"explicit GD target rate at k=K": gd_rate, "explicit GD Spearman rho": rho,
+                         "explicit GD L(K)/L(0)": red},
+                reason=_why([k for k, ok in checks.items() if not ok]))
+
+
+def k4(m: list[dict]) -> dict:
+    bp = [s["base"]["para_target_rate"] for s in m]
+    uce = [s["UCE"]["target_rate"] for s in m]
+    checks = {
+        f"the base draws the target from its paraphrases in only {_mean(bp):.3f} of samples (< {T['para_base']})":
+            _mean(bp) >= T["para_base"],
+        f"UCE leaves target rate {_mean(uce):.3f} on the training prompts (> {T['rate']})": _mean(uce) <= T["rate"],
+    }
+    return dict(holds=all(checks.values()),
+                threshold=f"base paraphrase target rate >= {T['para_base']}; UCE target rate <= {T['rate']}; means",
+                numbers={"base paraphrase target rate": _mean(bp), "UCE target rate (training prompts)": _mean(uce)},
+                reason=_why([k for k, ok in checks.items() if not ok]))
+
+
+def k5(base_rates: dict[int, dict[int, float]]) -> dict:
+    """``base_rates``: m -> {erased digit: base target rate}."""
+    worst = {m: min(r.values()) for m, r in base_rates.items()}
+    bad = [f"at m = {m} the base draws digit {min(r, key=r.get)} in only {worst[m]:.3f} of samples "
+           f"(< {T['base_rate']})" for m, r in base_rates.items() if worst[m] < T["base_rate"]]
+    return dict(holds=not bad, threshold=f"base target rate >= {T['base_rate']} for every erased digit at every m",
+                numbers={"lowest base target rate per m": {str(m): v for m, v in worst.items()}},
+                reason=_why(bad))
+
+
+def k6(base_rates: dict[str, float]) -> dict:
+    """``base_rates``: backbone name -> base target rate (only the backbones that were run)."""
+    bad = [f"the {k} base draws the target in only {v:.3f} of samples (< {T['base_rate']})"
+           for k, v in base_rates.items() if v < T["base_rate"]]
+    if len(base_rates) < 2:
+        bad.append("only one backbone was run (run_ddpm is off), so nothing shows the second one can draw the target")
+    return dict(holds=not bad, threshold=f"base target rate >= {T['base_rate']} on both backbones",
+                numbers={f"{k}: base target rate": v for k, v in base_rates.items()}, reason=_why(bad))
+
+
+# ====================================================================== claims C1-C4 (over seeds)
+
+def c1(m: list[dict]) -> dict:
     """``m``: per seed, metrics {'base': {...}, 'UnHype': {...}}."""
     tr = [s["UnHype"]["target_rate"] for s in m]
-    br = [s["base"]["target_rate"] for s in m]
     drop = [s["base"]["retain_acc"] - s["UnHype"]["retain_acc"] for s in m]
-    ok = [a <= T["rate"] and b >= T["base_rate"] and d <= T["retain_drop"] for a, b, d in zip(tr, br, drop)]
-    mean_ok = np.mean(tr) <= T["rate"] and np.mean(br) >= T["base_rate"] and np.mean(drop) <= T["retain_drop"]
-    holds, extra = _seed_rule(mean_ok, ok)
-    nums = {"UnHype target rate": float(np.mean(tr)), "base target rate": float(np.mean(br)),
-            "retain drop (points)": 100 * float(np.mean(drop)), "per-seed target rate": tr, **extra}
-    return holds, nums, _base_gate(br) or _few_seeds(len(m))
+    droph = [s["base"]["retain_acc_heldout"] - s["UnHype"]["retain_acc_heldout"] for s in m]
+    ok = [a <= T["rate"] and d <= T["retain_drop"] and h <= T["retain_drop"] for a, d, h in zip(tr, drop, droph)]
+    mean_ok = _mean(tr) <= T["rate"] and _mean(drop) <= T["retain_drop"] and _mean(droph) <= T["retain_drop"]
+    holds, votes = _seed_rule(mean_ok, ok)
+    why = [f"UnHype still makes the target in {_mean(tr):.3f} of samples (> {T['rate']})" if _mean(tr) > T["rate"] else "",
+           f"retain accuracy drops {100 * _mean(drop):.1f} points (> 5)" if _mean(drop) > T["retain_drop"] else "",
+           f"retain accuracy on held-out templates drops {100 * _mean(droph):.1f} points (> 5)"
+           if _mean(droph) > T["retain_drop"] else "",
+           f"the condition is met in only {votes} seeds" if mean_ok and not holds else ""]
+    reason = _join(why) if not holds else (
+        f"target rate {_mean(tr):.3f} <= {T['rate']}; retain drop {100 * _mean(drop):.2f} points on all retain "
+        f"prompts and {100 * _mean(droph):.2f} on held-out templates (<= 5); met in {votes} seeds.")
+    return dict(holds=holds, threshold=f"UnHype rate <= {T['rate']}; retain drop <= 5 points on all retain prompts "
+                                       "and on held-out templates; mean and >= 2/3 of seeds",
+                numbers={"UnHype target rate": _mean(tr), "per-seed target rate": tr,
+                         "retain drop (points)": 100 * _mean(drop),
+                         "retain drop, held-out templates (points)": 100 * _mean(droph), "seeds meeting it": votes},
+                reason=reason, inconclusive=_few_seeds(len(m)), needs=("K1",))
 
 
-def c2(m: list[dict], matched: list[bool]) -> tuple[bool, dict, str | None]:
-    """UnHype vs LoRA-ESD on the 3 nearest digits; ``matched``: LoRA-ESD reached <= 0.15 at a checkpoint."""
-    gain = [s["UnHype"]["retain_acc_near"] - s["LoRA-ESD"]["retain_acc_near"] for s in m]
+def c2(m: list[dict]) -> dict:
+    """UnHype vs LoRA-ESD on the 3 nearest digits, paired over seeds (the matched erasure is control K2)."""
+    un = [s["UnHype"]["retain_acc_near"] for s in m]
+    ln = [s["LoRA-ESD"]["retain_acc_near"] for s in m]
     du = [s["UnHype"]["drift_near"] for s in m]
     dl = [s["LoRA-ESD"]["drift_near"] for s in m]
-    both = [s["UnHype"]["target_rate"] <= T["rate"] and s["LoRA-ESD"]["target_rate"] <= T["rate"] for s in m]
-    ok = [b and g >= T["near_gain"] and a < c for b, g, a, c in zip(both, gain, du, dl)]
-    mean_ok = all(both) and np.mean(gain) >= T["near_gain"] and np.mean(du) < np.mean(dl)
-    holds, extra = _seed_rule(mean_ok, ok)
-    nums = {"retain acc near, UnHype": float(np.mean([s["UnHype"]["retain_acc_near"] for s in m])),
-            "retain acc near, LoRA-ESD": float(np.mean([s["LoRA-ESD"]["retain_acc_near"] for s in m])),
-            "gain (points)": 100 * float(np.mean(gain)), "drift near, UnHype": float(np.mean(du)),
-            "drift near, LoRA-ESD": float(np.mean(dl)),
-            "target rates (UnHype, LoRA-ESD)": [float(np.mean([s[k]["target_rate"] for s in m]))
-                                                for k in ("UnHype", "LoRA-ESD")],
-            "LoRA-ESD matched in": f"{sum(matched)} of {len(matched)} seeds", **extra}
-    return holds, nums, _base_gate([s["base"]["target_rate"] for s in m]) or _few_seeds(len(m))
+    g = compare_paired(un, ln, higher_is_better=True, margin=T["near_gain"])
+    d = compare_paired(du, dl, higher_is_better=False)
+    gain_part = _ci_part(g.ci_lo, g.ci_hi, T["near_gain"])
+    drift_part = _ci_part(d.ci_lo, d.ci_hi, 0.0)
+    ok = [a - b >= T["near_gain"] and x < y for a, b, x, y in zip(un, ln, du, dl)]
+    n_ok, need = _votes(ok)
+    nums = {"retain acc near, UnHype": _mean(un), "retain acc near, LoRA-ESD": _mean(ln),
+            "near acc gain (points)": 100 * g.mean_diff, "near acc gain ci95 (points)": [100 * g.ci_lo, 100 * g.ci_hi],
+            "pairs (seeds)": g.n, "near acc comparison (margin 3 points)": g.word,
+            "drift near, UnHype": _mean(du), "drift near, LoRA-ESD": _mean(dl),
+            **d.numbers("drift (LoRA-ESD - UnHype)"),
+            "retain acc near, held-out templates (UnHype, LoRA-ESD)":
+                [_mean([s[k]["retain_acc_near_heldout"] for s in m]) for k in ("UnHype", "LoRA-ESD")],
+            "seeds meeting it": f"{n_ok} of {len(ok)}"}
+    gain_txt = (f"the near-digit retain-accuracy gain over LoRA-ESD is {100 * g.mean_diff:.1f} points, 95% CI "
+                f"[{100 * g.ci_lo:.1f}, {100 * g.ci_hi:.1f}] over {g.n} seeds")
+    drift_txt = (f"LoRA-ESD's near-digit drift exceeds UnHype's by {d.mean_diff:.3f}, 95% CI "
+                 f"[{d.ci_lo:.3f}, {d.ci_hi:.3f}]")
+    holds: bool | None
+    inconclusive = _few_seeds(len(m))
+    if "fails" in (gain_part, drift_part):
+        holds = False
+        reason = _join([f"{gain_txt} (wholly below 3)" if gain_part == "fails" else "",
+                        f"{drift_txt} (UnHype's is not lower)" if drift_part == "fails" else ""])
+    elif gain_part == drift_part == "holds":
+        holds = n_ok >= need
+        reason = (f"{gain_txt} (above 3); {drift_txt} (above 0); met in {n_ok} of {len(ok)} seeds."
+                  if holds else f"the paired intervals clear their margins but the condition is met in only "
+                                f"{n_ok} of {len(ok)} seeds (< {need}).")
+    else:
+        holds, reason = None, ""
+        inconclusive = inconclusive or _join([f"{gain_txt}, which straddles the 3-point margin"
+                                              if gain_part == "undecided" else "",
+                                              f"{drift_txt}, which straddles 0" if drift_part == "undecided" else ""])
+    return dict(holds=holds, threshold="paired over seeds: near-digit retain acc gain 95% CI above 3 points and "
+                                       "near drift lower (CI above 0); condition in >= 2/3 of seeds",
+                numbers=nums, reason=reason, inconclusive=inconclusive, needs=("K1", "K2"))
 
 
-def c3(ratios: list[float], esd_curves: list[list[float]], base_rates: list[float]) -> tuple[bool, dict, str | None]:
-    """(a) norm ratio target/retain >= 10; (b) L(K) <= 0.5 L(0); (c) Spearman rho(k, L) <= -0.9."""
+def c3a(ratios: list[float]) -> dict:
+    ok = [r >= T["norm_ratio"] for r in ratios]
+    holds, votes = _seed_rule(_mean(ratios) >= T["norm_ratio"], ok)
+    reason = (f"target prompts' adapters are {_mean(ratios):.1f}x the retain prompts' (per seed "
+              f"{', '.join(f'{r:.1f}' for r in ratios)}); >= {T['norm_ratio']:g} in {votes} seeds.")
+    return dict(holds=holds, threshold=f"norm ratio >= {T['norm_ratio']:g}; mean and >= 2/3 of seeds",
+                numbers={"norm ratio (mean)": _mean(ratios), "per-seed ratio": list(ratios), "seeds meeting it": votes},
+                reason=reason, inconclusive=_few_seeds(len(ratios)), needs=("K1",))
+
+
+def c3b(esd_curves: list[list[float]]) -> dict:
     curves = np.asarray(esd_curves, float)
     red = curves[:, -1] / curves[:, 0]
-    rho = [float(stats.spearmanr(np.arange(curves.shape[1]), c).statistic) for c in curves]
-    a = [r >= T["norm_ratio"] for r in ratios]
-    b = [x <= T["esd_ratio"] for x in red]
-    c = [x <= T["rho"] for x in rho]
-    mean_curve = curves.mean(0)
-    rho_mean = float(stats.spearmanr(np.arange(len(mean_curve)), mean_curve).statistic)
-    pa, ea = _seed_rule(np.mean(ratios) >= T["norm_ratio"], a)
-    pb, eb = _seed_rule(mean_curve[-1] / mean_curve[0] <= T["esd_ratio"], b)
-    pc, ec = _seed_rule(rho_mean <= T["rho"], c)
-    nums = {"(a) norm ratio": float(np.mean(ratios)), "(a) holds": pa,
-            "(b) L(K)/L(0)": float(mean_curve[-1] / mean_curve[0]), "(b) holds": pb,
-            "(c) Spearman rho": rho_mean, "(c) holds": pc, "per-seed rho": rho}
-    return bool(pa and pb and pc), nums, _base_gate(base_rates) or _few_seeds(len(ratios))
+    mc = curves.mean(0)
+    holds, votes = _seed_rule(mc[-1] / mc[0] <= T["esd_ratio"], [x <= T["esd_ratio"] for x in red])
+    reason = (f"L(K)/L(0) = {mc[-1] / mc[0]:.3f} for the seed-mean curve (per seed "
+              f"{', '.join(f'{x:.3f}' for x in red)}); <= {T['esd_ratio']} in {votes} seeds.")
+    return dict(holds=holds, threshold=f"L(K)/L(0) <= {T['esd_ratio']}; mean curve and >= 2/3 of seeds",
+                numbers={"L(K)/L(0)": float(mc[-1] / mc[0]), "per-seed L(K)/L(0)": red.tolist(),
+                         "seeds meeting it": votes},
+                reason=reason, inconclusive=_few_seeds(len(curves)), needs=("K1", "K3"))
 
 
-def c4(m: list[dict]) -> tuple[bool, dict, str | None]:
+def c3c(esd_curves: list[list[float]], ks: list[int]) -> dict:
+    curves = np.asarray(esd_curves, float)
+    rho = [_rho(c) for c in curves]
+    mc = curves.mean(0)
+    rho_mean = _rho(mc)
+    holds, votes = _seed_rule(rho_mean <= T["rho"], [x <= T["rho"] for x in rho])
+    j = int(np.argmin(mc))
+    shape = (f"the seed-mean loss is lowest at k = {ks[j]} ({mc[j]:.4g}) and ends at {mc[-1]:.4g} at k = {ks[-1]}"
+             + (f", {mc[-1] / mc[j]:.2f}x its minimum" if j < len(mc) - 1 else ""))
+    reason = (f"Spearman rho {rho_mean:.2f} (per seed {', '.join(f'{x:.2f}' for x in rho)}) vs <= {T['rho']}, met "
+              f"in {votes} seeds; {shape}.")
+    return dict(holds=holds, threshold=f"Spearman rho <= {T['rho']}; mean curve and >= 2/3 of seeds",
+                numbers={"Spearman rho (mean curve)": rho_mean, "per-seed rho": rho, "argmin k (mean curve)": ks[j],
+                         "seeds meeting it": votes},
+                reason=reason, inconclusive=_few_seeds(len(curves)), needs=("K1", "K3"))
+
+
+def c4(m: list[dict]) -> dict:
     pu = [s["UnHype"]["para_target_rate"] for s in m]
     pc = [s["UCE"]["para_target_rate"] for s in m]
     drop = [s["base"]["para_retain_acc"] - s["UnHype"]["para_retain_acc"] for s in m]
+    cmp_ = compare_paired(pu, pc, higher_is_better=False)
+    below = _ci_part(cmp_.ci_lo, cmp_.ci_hi, 0.0)
     ok = [u <= T["para_rate"] and u < c and d <= T["para_drop"] for u, c, d in zip(pu, pc, drop)]
-    mean_ok = np.mean(pu) <= T["para_rate"] and np.mean(pu) < np.mean(pc) and np.mean(drop) <= T["para_drop"]
-    holds, extra = _seed_rule(mean_ok, ok)
-    nums = {"UnHype paraphrase target rate": float(np.mean(pu)), "UCE paraphrase target rate": float(np.mean(pc)),
-            "base paraphrase target rate": float(np.mean([s["base"]["para_target_rate"] for s in m])),
-            "paraphrase retain drop (points)": 100 * float(np.mean(drop)), **extra}
-    return holds, nums, _base_gate([s["base"]["target_rate"] for s in m]) or _few_seeds(len(m))
+    rate_ok = _mean(pu) <= T["para_rate"]
+    drop_ok = _mean(drop) <= T["para_drop"]
+    n_ok, need = _votes(ok)
+    cmp_txt = (f"UCE's paraphrase rate exceeds UnHype's by {cmp_.mean_diff:.3f}, 95% CI "
+               f"[{cmp_.ci_lo:.3f}, {cmp_.ci_hi:.3f}] over {cmp_.n} seeds")
+    inconclusive = _few_seeds(len(m))
+    holds: bool | None
+    if not rate_ok or not drop_ok or below == "fails":
+        holds = False
+        reason = _join([f"UnHype's paraphrase target rate is {_mean(pu):.3f} (> {T['para_rate']})" if not rate_ok else "",
+                        f"{cmp_txt}: not below UCE's" if below == "fails" else "",
+                        f"paraphrase retain accuracy drops {100 * _mean(drop):.1f} points (> 5)" if not drop_ok else ""])
+    elif below == "holds":
+        holds = n_ok >= need
+        reason = (f"UnHype's paraphrase target rate {_mean(pu):.3f} <= {T['para_rate']}; {cmp_txt}; paraphrase retain "
+                  f"drop {100 * _mean(drop):.2f} points; met in {n_ok} of {len(ok)} seeds.")
+    else:
+        holds, reason = None, ""
+        inconclusive = inconclusive or f"{cmp_txt}, which straddles 0: no measurable difference from UCE."
+    return dict(holds=holds, threshold=f"paraphrase rate <= {T['para_rate']} (mean, >= 2/3 seeds) and below UCE's "
+                                       "(paired 95% CI above 0); paraphrase retain drop <= 5 points",
+                numbers={"UnHype paraphrase target rate": _mean(pu), "UCE paraphrase target rate": _mean(pc),
+                         **cmp_.numbers("UCE - UnHype"),
+                         "paraphrase retain drop (points)": 100 * _mean(drop), "seeds meeting it": f"{n_ok} of {len(ok)}"},
+                reason=reason, inconclusive=inconclusive, needs=("K1", "K4"))
 
 
 # ---------------------------------------------------------------------- C5, C6: bootstrap over samples
@@ -134,16 +386,19 @@ def _combine(parts: list[str]) -> tuple[bool | None, str | None]:
     return None, "a 95% bootstrap interval straddles its threshold"
 
 
-def c5(results: list, ms: tuple[int, ...]) -> tuple[bool | None, dict, str | None]:
+def c5(results: list, ms: tuple[int, ...]) -> dict:
     """``results``: :class:`~repro.unhype.experiments.MultiResult` per m (seed 0)."""
     by_m = {r.m: r for r in results}
     nums: dict = {}
-    parts = []
-    worst = {}
+    parts, bad = [], []
+    worst, rate_ci = {}, {}
     for r in results:
         for d, hits in r.unhype_hits.items():
             lo, hi = _boot(np.mean, [hits])
             parts.append(_decide(lo, hi, T["multi_rate"], below=True))
+            if parts[-1] == "fails":
+                bad.append(f"digit {d} keeps target rate {float(np.mean(hits)):.3f} at m = {r.m} (CI [{lo:.3f}, {hi:.3f}] "
+                           f"above {T['multi_rate']})")
         worst[r.m] = max(r.unhype_rates.values())
     nums["max UnHype target rate per m"] = {m: worst[m] for m in sorted(worst)}
     nums["drop UnHype per m (points)"] = {r.m: 100 * (r.retain["base"] - r.retain["UnHype"]) for r in results}
@@ -152,94 +407,50 @@ def c5(results: list, ms: tuple[int, ...]) -> tuple[bool | None, dict, str | Non
     nums["drop summed LoRAs per m (points)"] = {r.m: 100 * (r.retain["base"] - r.retain["LoRA-ESD (summed)"])
                                                 for r in results}
     # the cost comparison (CPU seconds) is reported beside the ledger, not in it: timings are not reproducible
+    base = dict(threshold=f"every erased digit's rate <= {T['multi_rate']} at every m; drop growth m=1->5 <= 5 points; "
+                          "one LoRA >= 2 points worse at m=5; on 95% bootstrap CIs", needs=("K1", "K5"))
     if 1 not in by_m or 5 not in by_m:
-        return None, nums, f"the m grid {list(ms)} lacks m = 1 or m = 5"
+        return dict(holds=None, numbers=nums, reason="", inconclusive=f"the m grid {list(ms)} lacks m = 1 or m = 5",
+                    **base)
     r1, r5 = by_m[1], by_m[5]
-    drop = lambda base, meth: float(np.mean(base) - np.mean(meth))  # noqa: E731
+    drop = lambda b, u: float(np.mean(b) - np.mean(u))  # noqa: E731
     g_lo, g_hi = _boot(lambda b1, u1, b5, u5: drop(b5, u5) - drop(b1, u1),
                        [r1.retain_hits["base"], r1.retain_hits["UnHype"], r5.retain_hits["base"], r5.retain_hits["UnHype"]])
-    # paired at m = 5: same samples for UnHype and the LoRA
-    idx = np.arange(len(r5.retain_hits["UnHype"]))
-    e_lo, e_hi = _boot(lambda i: float(np.mean(r5.retain_hits["UnHype"][i]) - np.mean(r5.retain_hits["LoRA-ESD (one on all)"][i])),
-                       [idx])
-    parts += [_decide(g_lo, g_hi, T["multi_growth"], below=True), _decide(e_lo, e_hi, T["multi_lora_extra"], below=False)]
+    idx = np.arange(len(r5.retain_hits["UnHype"]))      # paired at m = 5: same samples for UnHype and the LoRA
+    e_lo, e_hi = _boot(lambda i: float(np.mean(r5.retain_hits["UnHype"][i])
+                                       - np.mean(r5.retain_hits["LoRA-ESD (one on all)"][i])), [idx])
+    pg = _decide(g_lo, g_hi, T["multi_growth"], below=True)
+    pe = _decide(e_lo, e_hi, T["multi_lora_extra"], below=False)
+    parts += [pg, pe]
     nums["drop growth m=1->5, UnHype (points) CI"] = [100 * g_lo, 100 * g_hi]
     nums["extra drop one LoRA vs UnHype at m=5 (points) CI"] = [100 * e_lo, 100 * e_hi]
+    if pg == "fails":
+        bad.append(f"UnHype's retain drop grows by more than 5 points from m=1 to m=5 (CI {100 * g_lo:.1f}..{100 * g_hi:.1f})")
+    if pe == "fails":
+        bad.append(f"one static LoRA does not lose >= 2 points more than UnHype at m=5 (CI {100 * e_lo:.1f}..{100 * e_hi:.1f})")
     holds, why = _combine(parts)
-    return holds, nums, why
+    reason = _join(bad) if holds is False else (
+        f"max erased-digit rate per m {', '.join(f'm={m}: {v:.3f}' for m, v in sorted(worst.items()))}; drop growth "
+        f"CI [{100 * g_lo:.1f}, {100 * g_hi:.1f}] points; one LoRA's extra drop at m=5 CI [{100 * e_lo:.1f}, "
+        f"{100 * e_hi:.1f}] points." if holds else "")
+    return dict(holds=holds, numbers=nums, reason=reason, inconclusive=why, **base)
 
 
-def c6(rows: dict[str, tuple[float, np.ndarray]]) -> tuple[bool | None, dict, str | None]:
+def c6(rows: dict[str, tuple[float, np.ndarray]]) -> dict:
     """``rows``: backbone -> (base target rate, UnHype hit indicators)."""
-    nums, parts = {}, []
-    for name, (base, hits) in rows.items():
+    nums, parts, bad = {}, [], []
+    for name, (_, hits) in rows.items():
         lo, hi = _boot(np.mean, [hits])
-        nums[f"{name}: base rate"] = base
         nums[f"{name}: UnHype rate [CI]"] = [float(np.mean(hits)), lo, hi]
         parts.append(_decide(lo, hi, T["backbone_rate"], below=True))
+        if parts[-1] == "fails":
+            bad.append(f"{name}: UnHype rate {float(np.mean(hits)):.3f}, CI [{lo:.3f}, {hi:.3f}] above {T['backbone_rate']}")
+    base = dict(threshold=f"UnHype rate <= {T['backbone_rate']} on both backbones, on 95% bootstrap CIs",
+                needs=("K1", "K6"))
     if len(rows) < 2:
-        return None, nums, "only one backbone was run in this profile (run_ddpm is off)"
-    gate = _base_gate([min(b for b, _ in rows.values())])
+        return dict(holds=None, numbers=nums, reason="",
+                    inconclusive="only one backbone was run in this profile (run_ddpm is off)", **base)
     holds, why = _combine(parts)
-    return holds, nums, gate or why
-
-
-THRESHOLD_TEXT = {
-    "C1": "UnHype rate <= 0.15, base rate >= 0.85, retain drop <= 5 points; mean and >= 2 of 3 seeds",
-    "C2": "both rates <= 0.15; near-digit retain acc gain >= 3 points and lower near drift; mean and >= 2 of 3 seeds",
-    "C3": "(a) ratio >= 10; (b) L(K)/L(0) <= 0.5; (c) Spearman rho <= -0.9; mean and >= 2 of 3 seeds",
-    "C4": "paraphrase rate <= 0.30 and < UCE's; paraphrase retain drop <= 5 points; mean and >= 2 of 3 seeds",
-    "C5": "every erased digit's rate <= 0.2 at every m; drop growth m=1->5 <= 5 points; one LoRA >= 2 points "
-          "worse at m=5; on 95% bootstrap CIs",
-    "C6": "UnHype rate <= 0.2 on both backbones, on 95% bootstrap CIs",
-}
-
-
-def explain(cid: str, holds: bool | None, nums: dict) -> str:
-    """A sentence naming which measured sub-condition missed its threshold ('' when the claim holds)."""
-    if holds is None or holds:
-        return ""
-    n, bad = nums, []
-    if cid == "C1":
-        if n["UnHype target rate"] > T["rate"]:
-            bad.append(f"UnHype still makes the target in {n['UnHype target rate']:.2f} of samples (> 0.15)")
-        if n["retain drop (points)"] > 100 * T["retain_drop"]:
-            bad.append(f"retain accuracy drops {n['retain drop (points)']:.1f} points (> 5)")
-    elif cid == "C2":
-        if n["gain (points)"] < 100 * T["near_gain"]:
-            bad.append(f"the near-digit retain-accuracy gain over LoRA-ESD is {n['gain (points)']:.1f} points (< 3)")
-        if n["drift near, UnHype"] >= n["drift near, LoRA-ESD"]:
-            bad.append("UnHype's near-digit drift is not lower than LoRA-ESD's")
-        if max(n["target rates (UnHype, LoRA-ESD)"]) > T["rate"]:
-            bad.append("erasure was not matched (a target rate above 0.15)")
-    elif cid == "C3":
-        if not n["(a) holds"]:
-            bad.append(f"(a) the adapter-norm ratio is {n['(a) norm ratio']:.1f} (< 10)")
-        if not n["(b) holds"]:
-            bad.append(f"(b) L(K)/L(0) = {n['(b) L(K)/L(0)']:.2f} (> 0.5)")
-        if not n["(c) holds"]:
-            bad.append(f"(c) the ESD loss is not monotone in k (Spearman rho {n['(c) Spearman rho']:.2f} > -0.9): "
-                       "it reaches its minimum before k = K and rises again, i.e. the update overshoots")
-    elif cid == "C4":
-        if n["UnHype paraphrase target rate"] > T["para_rate"]:
-            bad.append(f"UnHype's paraphrase target rate is {n['UnHype paraphrase target rate']:.2f} (> 0.30)")
-        if n["UnHype paraphrase target rate"] >= n["UCE paraphrase target rate"]:
-            bad.append(f"it is not below UCE's ({n['UCE paraphrase target rate']:.2f})")
-        if n["paraphrase retain drop (points)"] > 100 * T["para_drop"]:
-            bad.append(f"paraphrase retain accuracy drops {n['paraphrase retain drop (points)']:.1f} points (> 5)")
-    elif cid == "C5":
-        w = n["max UnHype target rate per m"]
-        if any(v > T["multi_rate"] for v in w.values()):
-            bad.append(f"some erased digit keeps a target rate above 0.2 (max per m: "
-                       + ", ".join(f"m={m}: {v:.2f}" for m, v in w.items()) + ")")
-        ci = n.get("drop growth m=1->5, UnHype (points) CI")
-        if ci and ci[0] > 100 * T["multi_growth"]:
-            bad.append(f"UnHype's retain drop grows by more than 5 points from m=1 to m=5 (CI {ci[0]:.1f}..{ci[1]:.1f})")
-        ce = n.get("extra drop one LoRA vs UnHype at m=5 (points) CI")
-        if ce and ce[1] < 100 * T["multi_lora_extra"]:
-            bad.append(f"one static LoRA does not lose >= 2 points more than UnHype at m=5 (CI {ce[0]:.1f}..{ce[1]:.1f})")
-    elif cid == "C6":
-        for k, v in n.items():
-            if k.endswith("UnHype rate [CI]") and v[1] > T["backbone_rate"]:
-                bad.append(f"{k.split(':')[0]}: UnHype rate {v[0]:.2f}, CI above 0.2")
-    return "; ".join(bad) + "." if bad else "a sub-condition missed its threshold (see numbers)."
+    reason = _join(bad) if holds is False else ("; ".join(
+        f"{k.split(':')[0]}: {v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]" for k, v in nums.items()) + "." if holds else "")
+    return dict(holds=holds, numbers=nums, reason=reason, inconclusive=why, **base)
