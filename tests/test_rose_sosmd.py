@@ -504,6 +504,11 @@ def test_claim_c5_band():
     assert "steeper than -1.5" in kw["reason"]
     _check_kwargs(V.claim_c5(_beta_df(-0.2)), "fails")
     _check_kwargs(V.claim_c5(_beta_df(betas=(0.1,))), "inconclusive")
+    # the slope at other sizes is reported beside the claim, never decides it
+    df = pd.concat([_beta_df(-1.0), _beta_df(-2.0).assign(n=lambda d: d.n * 4)])
+    kw = V.claim_c5(df, [16384, 32768], n_report=[65536, 131072])
+    _check_kwargs(kw, "holds")
+    assert abs(kw["numbers"]["reported: slope"] + 2.0) < 0.05 and abs(kw["numbers"]["slope"] + 1.0) < 0.05
 
 
 def _cf(err=1e-11, reach=20.0):
