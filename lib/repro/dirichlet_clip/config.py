@@ -20,7 +20,7 @@ EPS_GRID = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
 """Candidate attack radii of the calibration (pixel units; 0.0625 is one of the digits' 17 gray levels)."""
 
 SMOKE = dict(n_seeds=1, pretrain_steps=150, aft_steps=20, train_pgd_steps=1, test_pgd_steps=3,
-             methods=("orig", "tecoa", "ucat"), sweep_methods=("ucat",), tau_rob_panel=(1e3,))
+             methods=("orig", "tecoa", "ucat"), sweep_methods=("ucat",), tau_rob_panel=(1e2,))
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Config(BaseConfig):
     test_pgd_steps: int = knob(20, ge=1, le=500, doc="steps of the evaluation PGD (step size ε/4, random start)")
     tau: float = knob(0.07, gt=0, le=10, doc="τ of α_k = exp((cos_k + 1)/τ) (the repo's target_concentration)")
     tau_rob: float = knob(1e5, ge=0, le=1e12, doc="τ_rob of λ = τ_rob / exp(softplus(2/τ)); 0 turns UCAT into TeCoA")
-    tau_rob_panel: tuple[float, ...] = knob((1e2, 1e3, 1e4), ge=0, le=1e12, min_len=0,
+    tau_rob_panel: tuple[float, ...] = knob((1e1, 1e2, 1e3), ge=0, le=1e12, min_len=0,
                                             doc="extra τ_rob values of the UCAT panel (first seed only)")
     methods: tuple[str, ...] = knob(METHOD_NAMES, choices=METHOD_NAMES, min_len=1,
                                     doc="models evaluated (orig = the pretrained toy CLIP)")

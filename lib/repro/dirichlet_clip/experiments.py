@@ -26,7 +26,7 @@ from .config import METHOD_NAMES, Config
 from .data import AFT_CLASSES, Splits, Task, TextBank, load_digit_splits, zero_shot_suite
 from .losses import dirichlet_alpha, dirichlet_kl, ucat_lambda
 from .metrics import TaskEval, evaluate_task, summarize
-from .model import PretrainResult, ToyCLIP, pretrain_clip
+from .model import PretrainResult, ToyCLIP, frozen_copy, pretrain_clip
 from .train import FinetuneLog, adversarial_finetune
 
 TASKS = ("T1", "T2", "T3", "T4")
@@ -289,23 +289,33 @@ def dirichlet_view(setup: Setup, cfg: Config, task: str = "T2", n: int = 3) -> p
 def loss_scale_table(setup: Setup, cfg: Config, target_top_cos: float = 0.3) -> pd.DataFrame:
     """Size of UCAT's λ·KL term at the start of fine-tuning (θ = θ0) on T1 with the training attack, for the
     toy's cosines and for the same cosines shifted down to real CLIP's level (mean top cosine ≈ 0.3), in
-    float64 and float32. The CE term is shown for scale."""
-    t, G, model = setup.suite["T1"], setup.G["T1"], setup.clip
-    x_adv = pgd_ce(model, t.images, t.labels, G, eps=cfg.eps_train, steps=cfg.train_pgd_steps,
+    float64 and float32, with the CE term for scale — in value and in gradient: the norm of each term's
+    gradient with respect to the image encoder's parameters (what the optimiser actually follows)."""
+    t, G, clip = setup.suite["T1"], setup.G["T1"], setup.clip
+    x_adv = pgd_ce(clip, t.images, t.labels, G, eps=cfg.eps_train, steps=cfg.train_pgd_steps,
                    step_size=cfg.eps_train, generator=torch_gen(cfg.seed, 98))
+    model = frozen_copy(clip)
+    params = list(model.image_enc.parameters())
+    for p in params:
+        p.requires_grad_(True)
+    cos_adv = model.cos(x_adv, G)
     with torch.no_grad():
-        c0, ca = model.cos(t.images, G).double(), model.cos(x_adv, G).double()
-        ce = float(torch.nn.functional.cross_entropy(model.scale * ca.float(), t.labels))
+        c0 = clip.cos(t.images, G).double()
+    ce_t = torch.nn.functional.cross_entropy(model.scale * cos_adv, t.labels)
+    g_ce = torch.sqrt(sum((g.double() ** 2).sum() for g in torch.autograd.grad(ce_t, params, retain_graph=True)))
+    ca = cos_adv.double()
     lam = ucat_lambda(cfg.tau, cfg.tau_rob)
     top = float(c0.max(1).values.mean())
     rows = {}
     for name, shift in (("toy CLIP (measured cosines)", 0.0), (f"shifted to mean top cos {target_top_cos}",
                                                                 target_top_cos - top)):
         a, b = dirichlet_alpha(ca + shift, cfg.tau), dirichlet_alpha(c0 + shift, cfg.tau)
-        kl64 = dirichlet_kl(a, b).mean().item()
-        kl32 = dirichlet_kl(a, b, dtype=torch.float32).mean().item()
-        rows[name] = {"mean top cos": top + shift, "max α": float(b.max()), "λ": lam, "λ·KL (float64)": lam * kl64,
-                      "λ·KL (float32)": lam * kl32, "CE (adv)": ce}
+        kl = lam * dirichlet_kl(a, b).mean()
+        g_kl = torch.sqrt(sum((g ** 2).sum() for g in torch.autograd.grad(kl, params, retain_graph=True)))
+        kl32 = dirichlet_kl(a.detach(), b, dtype=torch.float32).mean().item()
+        rows[name] = {"mean top cos": top + shift, "max α": float(b.max()), "λ": lam, "λ·KL (float64)": kl.item(),
+                      "λ·KL (float32)": lam * kl32, "CE (adv)": ce_t.item(),
+                      "‖∇λ·KL‖ / ‖∇CE‖": (g_kl / g_ce).item()}
     return pd.DataFrame(rows).T
 
 
