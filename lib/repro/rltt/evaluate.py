@@ -103,6 +103,7 @@ def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int
     every model draws the same random numbers (common random numbers make the paired differences sharper).
     """
     T = model.t_max
+    max_new_b = max(len(p.completion) for p in sets["B"])     # task B needs up to 10 tokens, task A fewer
     hard = task_a_correct(model, sets["hard"], max_new)
     easy = task_a_correct(model, sets["easy"], max_new)
     per_loop = [float(task_a_correct(model, sets["hard"], max_new, n_loops=t).mean()) for t in range(1, T)]
@@ -122,7 +123,7 @@ def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int
     n_rew = int(sampled.sum())
     return {
         "hard": float(hard.mean()), "easy": float(easy.mean()), "hard_sampled": float(sampled.mean()),
-        "B": float(task_b_correct(model, sets["B"], max_new).mean()), "per_loop": per_loop,
+        "B": float(task_b_correct(model, sets["B"], max(max_new, max_new_b)).mean()), "per_loop": per_loop,
         "per_loop_sampled": per_loop_s, "by_depth": by_depth,
         "lucky": int(lucky.sum()), "rewarded": n_rew, "samples": int(sampled.size),
         "lucky_frac": float(lucky.sum() / max(n_rew, 1)),

@@ -128,6 +128,7 @@ def gsnr_panels(ax_share: plt.Axes, ax_hist: plt.Axes, exp: Experiment, methods:
     ax_share.set_title("GSNR = 0 (log = −18.4): no signal")
     ax_hist.set_xlabel("log GSNR per prompt (final-loop logit gradients)")
     ax_hist.set_ylabel("prompts (pooled over seeds)")
+    ax_hist.yaxis.set_major_locator(plt.MaxNLocator(integer=True))
     ax_hist.set_title("GSNR of the prompts that carry signal")
     ax_hist.legend(fontsize=8)
     return pd.DataFrame(rows).set_index("method")
