@@ -393,6 +393,9 @@ def test_c5_and_c6_decide_on_bootstrap_intervals():
     kw = verdicts.c5(bad, (1, 5))
     assert kw["holds"] is False and "digit 8" in kw["reason"]
     assert "lacks" in verdicts.c5(ok[:1], (1,))["inconclusive"]
+    edge = [_multi(1, {7: 0.0}, 0.0, 0.1), _multi(5, {7: 0.02, 8: 0.2}, 0.0, 0.2, seed=1)]
+    kw = verdicts.c5(edge, (1, 5))
+    assert kw["holds"] is None and "digit 8" in kw["inconclusive"] and "CI [" in kw["inconclusive"]
     rows = {"flow": (0.99, np.zeros(200)), "DDPM": (0.9, np.r_[np.zeros(196), np.ones(4)])}
     assert verdicts.c6(rows)["holds"] is True
     kw = verdicts.c6({"flow": (0.99, np.zeros(200)), "DDPM": (0.9, np.r_[np.zeros(100), np.ones(100)])})

@@ -49,7 +49,7 @@ def method_bars(table: dict[str, dict[str, list[float]]], metrics: list[tuple[st
     ax.set_ylim(0, 1.05)
     ax.axhline(0.15, color="k", ls=":", lw=1, label="erasure threshold 0.15")
     ax.set_title(title)
-    ax.legend(ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    ax.legend(ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.24))
     return fig
 
 

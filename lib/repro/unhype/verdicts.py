@@ -378,24 +378,26 @@ def _decide(lo: float, hi: float, threshold: float, below: bool) -> str:
     return "holds" if lo >= threshold else ("fails" if hi < threshold else "undecided")
 
 
-def _combine(parts: list[str]) -> tuple[bool | None, str | None]:
+def _combine(parts: list[str], what: list[str]) -> tuple[bool | None, str | None]:
+    """``what[i]`` describes part i with its numbers; the undecided ones make the inconclusive reason."""
     if "fails" in parts:
         return False, None
     if all(p == "holds" for p in parts):
         return True, None
-    return None, "a 95% bootstrap interval straddles its threshold"
+    return None, _join([f"{w} straddles its threshold" for p, w in zip(parts, what) if p == "undecided"])
 
 
 def c5(results: list, ms: tuple[int, ...]) -> dict:
     """``results``: :class:`~repro.unhype.experiments.MultiResult` per m (seed 0)."""
     by_m = {r.m: r for r in results}
     nums: dict = {}
-    parts, bad = [], []
-    worst, rate_ci = {}, {}
+    parts, bad, what = [], [], []
+    worst = {}
     for r in results:
         for d, hits in r.unhype_hits.items():
             lo, hi = _boot(np.mean, [hits])
             parts.append(_decide(lo, hi, T["multi_rate"], below=True))
+            what.append(f"digit {d}'s target rate at m = {r.m}, {float(np.mean(hits)):.3f} with 95% CI [{lo:.3f}, {hi:.3f}],")
             if parts[-1] == "fails":
                 bad.append(f"digit {d} keeps target rate {float(np.mean(hits)):.3f} at m = {r.m} (CI [{lo:.3f}, {hi:.3f}] "
                            f"above {T['multi_rate']})")
@@ -422,13 +424,15 @@ def c5(results: list, ms: tuple[int, ...]) -> dict:
     pg = _decide(g_lo, g_hi, T["multi_growth"], below=True)
     pe = _decide(e_lo, e_hi, T["multi_lora_extra"], below=False)
     parts += [pg, pe]
+    what += [f"the drop growth m=1->5, CI [{100 * g_lo:.1f}, {100 * g_hi:.1f}] points,",
+             f"one LoRA's extra drop at m=5, CI [{100 * e_lo:.1f}, {100 * e_hi:.1f}] points,"]
     nums["drop growth m=1->5, UnHype (points) CI"] = [100 * g_lo, 100 * g_hi]
     nums["extra drop one LoRA vs UnHype at m=5 (points) CI"] = [100 * e_lo, 100 * e_hi]
     if pg == "fails":
         bad.append(f"UnHype's retain drop grows by more than 5 points from m=1 to m=5 (CI {100 * g_lo:.1f}..{100 * g_hi:.1f})")
     if pe == "fails":
         bad.append(f"one static LoRA does not lose >= 2 points more than UnHype at m=5 (CI {100 * e_lo:.1f}..{100 * e_hi:.1f})")
-    holds, why = _combine(parts)
+    holds, why = _combine(parts, what)
     reason = _join(bad) if holds is False else (
         f"max erased-digit rate per m {', '.join(f'm={m}: {v:.3f}' for m, v in sorted(worst.items()))}; drop growth "
         f"CI [{100 * g_lo:.1f}, {100 * g_hi:.1f}] points; one LoRA's extra drop at m=5 CI [{100 * e_lo:.1f}, "
@@ -438,11 +442,12 @@ def c5(results: list, ms: tuple[int, ...]) -> dict:
 
 def c6(rows: dict[str, tuple[float, np.ndarray]]) -> dict:
     """``rows``: backbone -> (base target rate, UnHype hit indicators)."""
-    nums, parts, bad = {}, [], []
+    nums, parts, bad, what = {}, [], [], []
     for name, (_, hits) in rows.items():
         lo, hi = _boot(np.mean, [hits])
         nums[f"{name}: UnHype rate [CI]"] = [float(np.mean(hits)), lo, hi]
         parts.append(_decide(lo, hi, T["backbone_rate"], below=True))
+        what.append(f"{name}: UnHype rate {float(np.mean(hits)):.3f}, 95% CI [{lo:.3f}, {hi:.3f}],")
         if parts[-1] == "fails":
             bad.append(f"{name}: UnHype rate {float(np.mean(hits)):.3f}, CI [{lo:.3f}, {hi:.3f}] above {T['backbone_rate']}")
     base = dict(threshold=f"UnHype rate <= {T['backbone_rate']} on both backbones, on 95% bootstrap CIs",
@@ -450,7 +455,7 @@ def c6(rows: dict[str, tuple[float, np.ndarray]]) -> dict:
     if len(rows) < 2:
         return dict(holds=None, numbers=nums, reason="",
                     inconclusive="only one backbone was run in this profile (run_ddpm is off)", **base)
-    holds, why = _combine(parts)
+    holds, why = _combine(parts, what)
     reason = _join(bad) if holds is False else ("; ".join(
         f"{k.split(':')[0]}: {v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]" for k, v in nums.items()) + "." if holds else "")
     return dict(holds=holds, numbers=nums, reason=reason, inconclusive=why, **base)
