@@ -351,7 +351,7 @@ def test_pulse_loss_decreases_over_twenty_steps_and_is_deterministic():
 # ----------------------------------------------------------------------------------------------- config
 def test_config_profiles_and_rejections():
     full, smoke = P.Config.from_profile("full"), P.Config.from_profile("smoke")
-    assert full.n_seeds == 3 and smoke.n_seeds == 1 and full.lorenz_rhos == (28, 55, 83, 110, 138)
+    assert full.n_seeds == 3 and smoke.n_seeds == 1 and full.lorenz_rhos == P.HARD_RHOS and P.CARD_RHOS == (28, 55, 83, 110, 138)
     bad = [dict(epochs=0), dict(lr=-1.0), dict(emb_dim="32"), dict(ecg_methods=["lfads"]),
            dict(ecg_methods=["simclr"]), dict(label_fracs=[0.0]), dict(sample_right_boundary=100),
            dict(rec_seconds=1.0), dict(lorenz_rhos=[28.0]), dict(fs=60), dict(noise_levels=[0.1, 0.1]), dict(n_seeds=True)]
@@ -365,3 +365,136 @@ def test_config_profiles_and_rejections():
         P.Config.from_profile("full", n_layers=3)
     names = {f.name for f in dataclasses.fields(P.Config)}
     assert set(P.CLAIMS) == {"C1", "C2", "C3", "C4", "C5", "C6"} and "lorenz_methods" in names
+
+
+# ----------------------------------------------------------------------------------------------- verdicts
+from repro.pulse import verdicts as V  # noqa: E402
+
+
+def _close(base, deltas):
+    return [base + d for d in deltas]
+
+
+def test_k1_passes_and_fails():
+    ok = V.k1({"Lorenz PULSE": [0.7, 0.8, 0.75], "Lorenz MAE": [0.9, 0.88, 0.9]},
+              {"Lorenz PULSE": [0.01, 0.02, 0.0], "Lorenz SimCLR": [0.03, -0.01, 0.0]})
+    assert ok["holds"] and ok["reason"] == ""
+    bad = V.k1({"Lorenz PULSE": [0.7, 0.1, 0.75]}, {"Lorenz PULSE": [0.01, 0.02, 0.0]})
+    assert not bad["holds"] and "0.100" in bad["reason"]
+    bad = V.k1({"Lorenz PULSE": [0.7, 0.8, 0.75]}, {"ECG DSVAE": [0.01, 0.09, 0.0]})
+    assert not bad["holds"] and "9.0%" in bad["reason"]
+
+
+def test_k2_passes_and_fails_and_ignores_the_oracle():
+    rnd = [0.75, 0.78, 0.72]
+    ok = V.k2({"Lorenz": {"simclr": [0.85, 0.88, 0.83], "pulse": [0.76, 0.77, 0.74]},
+               "ECG": {"pulse": [0.80, 0.82, 0.79]}}, {"Lorenz": rnd, "ECG": [0.7, 0.72, 0.71]})
+    assert ok["holds"] and ok["numbers"]["Lorenz best label-free"] == "SimCLR"
+    bad = V.k2({"Lorenz": {"pulse_oracle": [0.95, 0.95, 0.95], "pulse": [0.76, 0.79, 0.73]}}, {"Lorenz": rnd})
+    assert not bad["holds"] and "PULSE" in bad["reason"]
+    noisy = V.k2({"Lorenz": {"pulse": [0.95, 0.70, 0.80]}}, {"Lorenz": rnd})  # +6.7 points, CI straddles 0
+    assert not noisy["holds"]
+
+
+def test_k3_passes_and_fails():
+    assert V.k3([0.10, 0.11, 0.10], [0.10, 0.11, 0.105], [0.12, 0.13, 0.125])["holds"]
+    bad = V.k3([0.10, 0.11, 0.10], [0.12, 0.13, 0.125], [0.121, 0.128, 0.126])
+    assert not bad["holds"] and "no measurable difference" in bad["reason"]
+
+
+def test_c1_holds_fails_and_is_inconclusive():
+    acc = {"pulse": [0.90, 0.92, 0.91], "pulse_oracle": [0.92, 0.93, 0.92], "dsvae": [0.80, 0.81, 0.79],
+           "mae": [0.70, 0.72, 0.71], "simclr": [0.85, 0.86, 0.84]}
+    r = V.c1(acc)
+    assert r["holds"] is True and r["inconclusive"] is None and r["needs"] == ("K2",)
+    worse = dict(acc, simclr=[0.95, 0.96, 0.95])
+    r = V.c1(worse)
+    assert r["holds"] is False and r["inconclusive"] is None and "worse" in r["reason"]
+    mixed = dict(acc, simclr=[0.91, 0.90, 0.93])  # PULSE wins 1/3, no measurable difference
+    assert V.c1(mixed)["inconclusive"]
+    assert V.c1(acc, note="smoke")["inconclusive"] == "smoke"
+
+
+def test_c2_holds_and_fails():
+    def r2(state, rho):
+        return {"state": state, "log_rho": rho, "x_t0": state, "x_mean": state}
+    good = {"pulse": r2([0.5, 0.52, 0.51], [0.9, 0.91, 0.9]), "dsvae": r2([0.7, 0.72, 0.71], [0.9, 0.9, 0.9]),
+            "mae": r2([0.65, 0.66, 0.64], [0.89, 0.9, 0.9])}
+    r = V.c2(good)
+    assert r["holds"] is True and r["needs"] == ("K1", "K3")
+    bad = dict(good, pulse=r2([0.8, 0.82, 0.81], [0.9, 0.91, 0.9]))
+    assert V.c2(bad)["holds"] is False
+    collapsed = dict(good, pulse=r2([0.2, 0.21, 0.2], [0.5, 0.52, 0.5]))  # drops state by dropping everything
+    assert V.c2(collapsed)["holds"] is False
+
+
+def test_c3_holds_and_fails():
+    f1 = {"pulse": [0.80, 0.82, 0.81], "simclr": [0.78, 0.80, 0.79], "ts2vec": [0.7, 0.71, 0.7],
+          "mae": [0.6, 0.6, 0.61], "dsvae": [0.7, 0.7, 0.7]}
+    assert V.c3(f1)["holds"] is True
+    r = V.c3(dict(f1, simclr=[0.90, 0.91, 0.92]))
+    assert r["holds"] is False and r["inconclusive"] is None
+
+
+def test_c4_holds_and_fails():
+    probe = {0.01: [0.6, 0.62, 0.61], 0.05: [0.7, 0.72, 0.71]}
+    sup = {0.01: [0.4, 0.42, 0.41], 0.05: [0.5, 0.52, 0.5]}
+    assert V.c4(probe, sup, {0.01: 8, 0.05: 40})["holds"] is True
+    r = V.c4(probe, {0.01: [0.7, 0.72, 0.71], 0.05: [0.5, 0.52, 0.5]})
+    assert r["holds"] is False and r["inconclusive"] is None
+
+
+def test_c5_holds_fails_and_is_underpowered():
+    acc = {"pulse": [0.95, 0.96, 0.97], "random": [0.90, 0.90, 0.91], "simclr": [0.91, 0.92, 0.92]}
+    assert V.c5(acc, 24)["holds"] is True
+    r = V.c5(dict(acc, random=[0.99, 0.99, 0.995]), 24)
+    assert r["holds"] is False and r["inconclusive"] is None
+    r = V.c5(acc, 6)
+    assert r["inconclusive"] and "6 PPG test subjects" in r["inconclusive"]
+
+
+def test_c6_holds_fails_and_straddles():
+    assert V.c6(0.05, 0.2, -0.15, -0.2, -0.1, (0.0, 0.3))["holds"] is True
+    r = V.c6(0.2, 0.05, 0.15, 0.1, 0.2, (0.0, 0.3))
+    assert r["holds"] is False and r["inconclusive"] is None
+    r = V.c6(0.1, 0.08, 0.02, -0.07, 0.1, (0.0, 0.3))
+    assert r["inconclusive"] and "contains 0" in r["inconclusive"]
+
+
+def test_verdicts_feed_the_ledger():
+    from repro.common import Ledger
+    cfg = P.Config.from_profile("smoke")
+    led = Ledger(cfg, V.CLAIMS, controls=V.CONTROLS)
+    led.control("K1", **V.k1({"PULSE": [0.1]}, {"PULSE": [0.0]}))
+    led.control("K2", **V.k2({"Lorenz": {"simclr": [0.9, 0.91, 0.92]}}, {"Lorenz": [0.7, 0.7, 0.71]}))
+    led.control("K3", **V.k3([0.1, 0.1, 0.1], [0.1, 0.11, 0.1], [0.2, 0.21, 0.2]))
+    good = {"pulse": {"state": [0.5, 0.52, 0.51], "log_rho": [0.9, 0.91, 0.9]},
+            "dsvae": {"state": [0.7, 0.72, 0.71], "log_rho": [0.9, 0.9, 0.9]},
+            "mae": {"state": [0.65, 0.66, 0.64], "log_rho": [0.89, 0.9, 0.9]}}
+    led.record("C2", **V.c2(good))
+    assert led.verdict("K1") == "failed" and led.verdict("C2") == "inconclusive"
+    assert "control K1 failed" in led.claims["C2"].reason
+
+
+def test_analysis_helpers():
+    from repro.pulse.evaluate import loss_flattening, masked_r2
+    x = np.random.default_rng(0).standard_normal((5, 10, 2))
+    assert masked_r2(x, x, np.ones((1, 1, 1))) == 1.0
+    assert abs(masked_r2(np.zeros_like(x) + x.mean((0, 1)), x, np.ones((1, 1, 1)))) < 1e-12
+    f = loss_flattening(np.r_[np.linspace(2, 1, 80), np.full(20, 1.0)])
+    assert abs(f["improvement_last_10pct"]) < 1e-12 and f["end_to_start"] < 0.55
+    assert loss_flattening(np.linspace(2, 1, 100))["improvement_last_10pct"] > 0.05
+
+
+def test_k4_passes_and_fails():
+    assert V.k4({"PULSE": [0.6, 0.7]}, {"PULSE": [0.0, 0.01]})["holds"]
+    bad = V.k4({"PULSE": [0.2, 0.7]}, {"PULSE": [0.0, 0.01]})
+    assert not bad["holds"] and "0.200" in bad["reason"]
+
+
+def test_qrs_detector_gives_the_rate_of_every_regular_class_with_nuisances():
+    rng = np.random.default_rng(5)
+    subj = G.sample_subjects(12, rng, jitter=False)
+    x = G.add_nuisance(G.two_channels(G.ecgsyn(subj, 20.0, fs=50, seed=0)), 50, np.random.default_rng(1))
+    for i in np.flatnonzero(~subj.irregular):
+        assert abs(G.heart_rate_bpm(x[i, :, 0], 50) - 60 / subj.rr0[i]) < 2, (G.ECG_CLASSES[subj.label[i]], i)

@@ -196,6 +196,16 @@ class DSVAE(nn.Module):
         return {"mse": F.mse_loss(y, x), "kl_z": kl_gauss(zm, zl, pm, pl),
                 "kl_v": kl_gauss(vm, vl, torch.zeros_like(vm), torch.zeros_like(vl))}
 
+    @torch.no_grad()
+    def reconstruct_mean(self, x: torch.Tensor) -> torch.Tensor:
+        """The decoder's output at the posterior means of v and z_t (no sampling): DSVAE's reconstruction."""
+        B, T, _ = x.shape
+        pooled, _ = self.encoder(x)
+        vt = self.v_mean(pooled)[:, None, :].expand(B, T, -1)
+        g, _ = self.rnn_xv(torch.cat([x, vt], dim=-1))
+        g, _ = self.rnn_z(g)
+        return self.dec(torch.cat([vt, self.z_mean(g)], dim=-1))
+
     def loss(self, idx: np.ndarray, data: WindowSet, gen: torch.Generator) -> torch.Tensor:
         t = self.terms(torch.as_tensor(data.X[idx]))
         self.last = {k: float(v.detach()) for k, v in t.items()}

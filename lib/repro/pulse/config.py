@@ -8,8 +8,11 @@ from repro.common import BaseConfig, knob
 
 ECG_METHODS = ("pulse", "pulse_xwin", "simclr", "ts2vec", "mae", "dsvae", "supervised")
 LORENZ_METHODS = ("pulse", "pulse_oracle", "dsvae", "mae", "simclr")
+#: the card's rho grid, and the first five values of the official grid that the difficulty rule moves to
+CARD_RHOS = (28.0, 55.0, 83.0, 110.0, 138.0)
+HARD_RHOS = (28.0, 41.0, 55.0, 69.0, 83.0)
 
-SMOKE = dict(n_seeds=1, n_subjects_ecg=16, rec_seconds=6.0, lorenz_traj_per_class=4, lorenz_rhos=(28.0, 110.0),
+SMOKE = dict(n_seeds=1, ecg_epochs=1, scratch_steps=5, n_subjects_ecg=16, rec_seconds=6.0, lorenz_traj_per_class=4, lorenz_rhos=(28.0, 110.0),
              noise_levels=(0.1,), emb_dim=16, hidden=8, depth=2, gru_hidden=16, epochs=1, max_train_windows=128,
              batch_size=32, n_init_samples=1, pool_denom=25, label_fracs=(0.1, 1.0), ecg_methods=("pulse", "simclr"),
              lorenz_methods=("pulse", "dsvae"), n_subjects_ppg=12, transfer_epochs=2, n_label_draws=2)
@@ -28,18 +31,19 @@ class Config(BaseConfig):
     fs: int = knob(50, ge=10, le=500, doc="sampling rate of the windows, Hz (ECG integrated at 500 Hz)")
     window: int = knob(100, ge=20, le=1000, doc="window length T in samples (stride T/2)")
     lorenz_traj_per_class: int = knob(20, ge=3, le=500, doc="Lorenz trajectories per rho (split 70/15/15)")
-    lorenz_rhos: tuple[float, ...] = knob((28.0, 55.0, 83.0, 110.0, 138.0), gt=0, le=152, min_len=2,
-                                          doc="Lorenz rho values, one class each")
+    lorenz_rhos: tuple[float, ...] = knob(HARD_RHOS, gt=0, le=152, min_len=2,
+                                          doc="Lorenz rho values, one class each (the difficulty rule's choice)")
     lorenz_noise: float = knob(0.1, ge=0, le=1, doc="process-noise level of C1/C2 (fraction of the clean RMS)")
     noise_levels: tuple[float, ...] = knob((0.0, 0.1, 0.3), ge=0, le=1, min_len=1, doc="noise levels of C6")
     emb_dim: int = knob(32, ge=2, le=512, doc="embedding size e of the shared encoder")
     hidden: int = knob(16, ge=2, le=512, doc="hidden channels of the encoder blocks")
     depth: int = knob(4, ge=1, le=12, doc="dilated residual blocks before the final block")
     gru_hidden: int = knob(32, ge=2, le=512, doc="PULSE decoder GRU size (and init-encoder output)")
-    epochs: int = knob(5, ge=1, le=200, doc="pretraining epochs over the training windows")
+    epochs: int = knob(40, ge=1, le=400, doc="pretraining epochs over the Lorenz training windows (every method)")
+    ecg_epochs: int = knob(20, ge=1, le=400, doc="pretraining epochs over the ECG training windows (every method)")
     max_train_windows: int = knob(800, ge=16, le=100_000, doc="cap on training windows (stratified)")
     batch_size: int = knob(64, ge=2, le=4096, doc="mini-batch size")
-    lr: float = knob(1e-3, gt=0, le=1, doc="peak learning rate (AdamW, one-cycle)")
+    lr: float = knob(3e-3, gt=0, le=1, doc="peak learning rate (AdamW, one-cycle)")
     n_init_samples: int = knob(2, ge=0, le=10, doc="random-start passes per batch in PULSE's loss")
     sample_right_boundary: int = knob(50, ge=1, le=1000, doc="R: random starts t0 in {0 .. T-R-1}")
     tv_dim: int = knob(1, ge=1, le=16, doc="channels of PULSE's time-varying drive d")
@@ -49,7 +53,11 @@ class Config(BaseConfig):
     n_label_draws: int = knob(5, ge=1, le=50, doc="stratified label draws per fraction below 1")
     ecg_methods: tuple[str, ...] = knob(ECG_METHODS, choices=ECG_METHODS, min_len=1, doc="methods of C3/C4")
     lorenz_methods: tuple[str, ...] = knob(LORENZ_METHODS, choices=LORENZ_METHODS, min_len=1, doc="methods of C1/C2")
-    n_subjects_ppg: int = knob(45, ge=9, le=2000, doc="PPG-like subjects of the transfer target (3 classes)")
+    dsvae_kl_weight: float = knob(1e-5, ge=0, le=1, doc="DSVAE's weight on its summed KL terms")
+    n_subjects_ppg: int = knob(150, ge=9, le=2000, doc="PPG-like subjects of the transfer target (3 classes)")
+    scratch_steps: int = knob(200, ge=1, le=10_000, doc="steps of the supervised-from-scratch encoder (C4)")
+    seed0_only: tuple[str, ...] = knob(("pulse_xwin",), choices=ECG_METHODS, doc="ECG methods run on the first "
+                                       "seed only (the card's budget rule)")
     transfer_epochs: int = knob(10, ge=1, le=200, doc="end-to-end fine-tuning epochs on PPG (C5)")
 
     def check(self) -> None:

@@ -147,3 +147,59 @@ def bootstrap_drop_diff(correct_a0, correct_a1, correct_b0, correct_b1, n_boot: 
     boots = (a0[i0].mean(1) - a1[i1].mean(1)) - (b0[i0].mean(1) - b1[i1].mean(1))
     lo, hi = np.quantile(boots, [0.025, 0.975])
     return float(point), float(lo), float(hi)
+
+
+def masked_r2(pred: np.ndarray, true: np.ndarray, mask: np.ndarray) -> float:
+    """R^2 = 1 - SSE / SST over the entries where ``mask`` is 1, SST around each channel's mean over those
+    entries (arrays (N, T, C), ``mask`` broadcastable). A predictor that outputs a constant scores <= 0."""
+    m = np.broadcast_to(np.asarray(mask, float), true.shape)
+    w = m.sum(axis=(0, 1))
+    mu = (true * m).sum(axis=(0, 1)) / np.maximum(w, 1)
+    sse = (((pred - true) ** 2) * m).sum()
+    sst = (((true - mu) ** 2) * m).sum()
+    return float(1.0 - sse / sst) if sst > 0 else float("nan")
+
+
+@torch.no_grad()
+def reconstruction_r2(model: torch.nn.Module, ws: WindowSet, seed: int = 0) -> float:
+    """Held-out reconstruction R^2 of a reconstruction-trained model on the windows ``ws`` (K1's check that its
+    decoder learned something: a decoder that relaxes to a constant scores about 0).
+
+    * PULSE variants: the t0 = 0 pass of the model's own objective (c from the window, h0, d and the target from
+      the window for ``pulse``, from its partner for ``xwin`` / ``oracle``), every target step x_1 .. x_{T-1};
+    * MAE: the masked steps, with masks drawn from ``seed``;
+    * DSVAE: the decoder at the posterior means of v and z_t.
+    Returns NaN for a model that reconstructs nothing (contrastive, supervised)."""
+    from .baselines import DSVAE, MaskedAE
+    from .pulse import PULSE
+
+    model.eval()
+    gen = torch.Generator().manual_seed(int(seed))
+    x = torch.as_tensor(ws.X)
+    if isinstance(model, PULSE):
+        target = x if model.variant == "pulse" else model.partners(np.arange(len(ws)), ws, gen)
+        c, _ = model.encoder(x)
+        H = model.encoder(target)[1]
+        pred, true, m = model.reconstruct(c, H, target, torch.zeros(len(x), dtype=torch.long))
+        return masked_r2(pred.numpy(), true.numpy(), m.numpy())
+    if isinstance(model, MaskedAE):
+        m = model.patch_mask(len(x), x.shape[1], gen)
+        xhat = model.decoder(model.encoder.per_step(x * (1 - m)).transpose(1, 2)).transpose(1, 2)
+        return masked_r2(xhat.numpy(), x.numpy(), m.numpy())
+    if isinstance(model, DSVAE):
+        return masked_r2(model.reconstruct_mean(x).numpy(), x.numpy(), np.ones((1, 1, 1)))
+    return float("nan")
+
+
+def loss_flattening(losses, tail: float = 0.1) -> dict[str, float]:
+    """How much a loss curve still moved at the end: the mean loss over the last ``tail`` of the steps against
+    the mean over the ``tail`` before it, ``improvement = (before - last) / |before|`` (K1 wants < 5%), and
+    the end-to-start ratio (mean of the last ``tail`` over the mean of the first ``tail``)."""
+    l = np.asarray(losses, float)
+    n = len(l)
+    k = max(1, int(round(tail * n)))
+    if n < 3 * k:
+        return {"improvement_last_10pct": float("nan"), "end_to_start": float("nan"), "steps": n}
+    first, before, last = l[:k].mean(), l[n - 2 * k:n - k].mean(), l[n - k:].mean()
+    return {"improvement_last_10pct": float((before - last) / abs(before)) if before != 0 else float("nan"),
+            "end_to_start": float(last / first) if first != 0 else float("nan"), "steps": n}

@@ -10,7 +10,8 @@ the package source (a fresh clone retrains; a re-run with the same code reuses).
 * :func:`run_label_efficiency` -- C4: probes on a fraction of labels vs. the encoder trained from scratch.
 * :func:`run_transfer` -- C5: ECG-pretrained encoders fine-tuned on PPG-like pulses.
 * :func:`run_noise`  -- C6: PULSE and DSVAE accuracy as the process noise grows (seed 0).
-* ``claim_c1`` .. ``claim_c6`` -- each claim's numbers and whether the card's threshold is met.
+* :func:`random_floor` -- the difficulty rule's measurement (random-init encoders only).
+The verdicts are decided from these numbers in :mod:`repro.pulse.verdicts`.
 """
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ from repro.common.stats import mean_ci
 
 from .baselines import DSVAE, MaskedAE, SimCLR, Supervised, TS2VecLite
 from .config import Config
-from .evaluate import (bootstrap_drop_diff, finetune_transfer, label_subset, linear_probe, ridge_r2)
-from .generators import Dataset, ecg_dataset, lorenz_dataset, ppg_dataset
+from .evaluate import (bootstrap_drop_diff, finetune_transfer, label_subset, linear_probe, loss_flattening,
+                       reconstruction_r2, ridge_r2)
+from .generators import Dataset, WindowSet, ecg_dataset, lorenz_dataset, ppg_dataset
 from .pulse import PULSE
 from .training import TrainLog, cache_key, embed, fit, n_steps
 
@@ -72,23 +74,30 @@ def build(method: str, in_ch: int, cfg: Config, n_classes: int | None = None) ->
     if method == "mae":
         return MaskedAE(in_ch, **kw)
     if method == "dsvae":
-        return DSVAE(in_ch, **kw)
+        return DSVAE(in_ch, kl_weight=cfg.dsvae_kl_weight, **kw)
     if method == "supervised":
         return Supervised(in_ch, int(n_classes), **kw)
     raise ValueError(f"unknown method {method!r}")
 
 
 def _hparams(cfg: Config) -> dict:
-    keys = ("emb_dim", "hidden", "depth", "gru_hidden", "epochs", "batch_size", "lr", "n_init_samples",
-            "sample_right_boundary", "tv_dim", "pool_denom", "window", "max_train_windows")
+    keys = ("emb_dim", "hidden", "depth", "gru_hidden", "batch_size", "lr", "n_init_samples",
+            "sample_right_boundary", "tv_dim", "pool_denom", "window", "max_train_windows", "dsvae_kl_weight")
     return {k: getattr(cfg, k) for k in keys}
+
+
+def epochs_for(cfg: Config, data_key: dict) -> int:
+    """Pretraining epochs of a data set: ``epochs`` for Lorenz, ``ecg_epochs`` for ECG (every method alike)."""
+    return cfg.ecg_epochs if data_key.get("kind") == "ecg" else cfg.epochs
 
 
 def train_cached(method: str, ds: Dataset, data_key: dict, cfg: Config, seed: int, *,
                  train: Any = None, max_steps: int | None = None, tag: str = "") -> tuple[torch.nn.Module, TrainLog]:
-    """Train ``method`` on ``train`` (default ``ds.train``), or load it from the cache if trained before."""
+    """Train ``method`` on ``train`` (default ``ds.train``), or load it from the cache if trained before
+    (``data/cache/pulse/``, keyed by the method, data, hyper-parameters, seed and the training source)."""
     train = ds.train if train is None else train
-    key = cache_key(method=method, data=data_key, hp=_hparams(cfg), seed=seed, n=len(train),
+    ep = epochs_for(cfg, data_key)
+    key = cache_key(method=method, data=data_key, hp=_hparams(cfg), epochs=ep, seed=seed, n=len(train),
                     labels=train.y.tolist() if method == "supervised" else None, max_steps=max_steps, tag=tag)
     path = cache_dir("pulse") / f"{method}-{key}.pt"
     torch.manual_seed(seed)
@@ -99,7 +108,7 @@ def train_cached(method: str, ds: Dataset, data_key: dict, cfg: Config, seed: in
         model.eval()
         return model, blob["log"]
     bs = min(cfg.batch_size, len(train))
-    epochs = cfg.epochs if max_steps is None else int(np.ceil(max_steps / np.ceil(len(train) / bs)))
+    epochs = ep if max_steps is None else int(np.ceil(max_steps / np.ceil(len(train) / bs)))
     log = fit(model, train, epochs=epochs, batch_size=bs, lr=cfg.lr, seed=seed, max_steps=max_steps)
     if isinstance(model, DSVAE):
         log.extra = dict(model.last)
@@ -118,6 +127,25 @@ class Run:
     embeddings: dict[tuple[int, str], dict[str, np.ndarray]] = field(default_factory=dict)
     logs: dict[tuple[int, str], TrainLog] = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+
+
+def heldout(ds: Dataset) -> WindowSet:
+    """The validation and test windows together (recordings never seen in pretraining)."""
+    v, t = ds.val, ds.test
+    return WindowSet(np.concatenate([v.X, t.X]), np.concatenate([v.y, t.y]), np.concatenate([v.rec, t.rec]),
+                     np.concatenate([v.start, t.start]), v.recordings, v.rec_label,
+                     {k: np.concatenate([v.targets[k], t.targets[k]]) for k in v.targets if k in t.targets})
+
+
+def training_quality(model, log: TrainLog, ds: Dataset, seed: int) -> dict[str, float]:
+    """K1's numbers for one trained model: held-out reconstruction R^2 (NaN for non-reconstructing methods),
+    the loss's relative improvement over its last 10% of steps, and its end-to-start ratio."""
+    out = {"recon_r2": reconstruction_r2(model, heldout(ds), seed) if log.losses else float("nan")}
+    f = loss_flattening(log.losses) if log.losses else {}
+    out["tail_improvement"] = f.get("improvement_last_10pct", float("nan"))
+    out["end_to_start"] = f.get("end_to_start", float("nan"))
+    out["steps"] = log.steps
+    return out
 
 
 def _embed_all(encoder, ds: Dataset) -> dict[str, np.ndarray]:
@@ -140,8 +168,9 @@ def mechanism_r2(Z: dict, ds: Dataset) -> dict[str, float]:
     return r
 
 
-def run_lorenz(cfg: Config, noise: float | None = None, methods=None, seed_list=None) -> Run:
-    """Train every Lorenz method on every seed; probe accuracy, macro-F1 and the C2 ridge R^2."""
+def run_lorenz(cfg: Config, noise: float | None = None, methods=None, seed_list=None, swap: bool = True) -> Run:
+    """Train every Lorenz method on every seed; probe accuracy, macro-F1, the C2 ridge R^2, K1's training
+    quality and (PULSE variants, ``swap=True``) the code-swap test's three errors."""
     noise = cfg.lorenz_noise if noise is None else noise
     methods = cfg.lorenz_methods if methods is None else methods
     run = Run(pd.DataFrame())
@@ -161,6 +190,10 @@ def run_lorenz(cfg: Config, noise: float | None = None, methods=None, seed_list=
             row = dict(seed=s, method=m, noise=noise, acc=pr.acc, macro_f1=pr.macro_f1, bal_acc=pr.balanced_acc,
                        C=pr.C, train_cpu_s=log.cpu_s, final_loss=log.losses[-1] if log.losses else np.nan)
             row.update(mechanism_r2(Z, ds))
+            row.update(training_quality(model, log, ds, s))
+            if m.startswith("pulse") and swap:
+                sw = code_swap_test(model, ds, seed=s).set_index("code_from").mse
+                row.update(swap_own=sw.iloc[0], swap_same=sw.iloc[1], swap_other=sw.iloc[2])
             rows.append(row)
             run.models[(s, m)], run.embeddings[(s, m)], run.logs[(s, m)] = model, Z, log
             run.extra[(s, m, "correct")] = (pr.pred == ds.test.y)
@@ -177,6 +210,8 @@ def run_ecg(cfg: Config) -> Run:
         run.datasets[s] = ds
         dkey = dict(kind="ecg", n=cfg.n_subjects_ecg, sec=cfg.rec_seconds, fs=cfg.fs, seed=s)
         for m in ("random",) + tuple(cfg.ecg_methods):
+            if m in cfg.seed0_only and s != seeds(cfg)[0]:
+                continue
             if m == "random":
                 torch.manual_seed(s)
                 model, log = build("simclr", ds.n_channels, cfg), TrainLog()
@@ -185,7 +220,8 @@ def run_ecg(cfg: Config) -> Run:
             Z = _embed_all(model.encoder, ds)
             pr = _probe(Z, ds)
             rows.append(dict(seed=s, method=m, acc=pr.acc, macro_f1=pr.macro_f1, bal_acc=pr.balanced_acc, C=pr.C,
-                             train_cpu_s=log.cpu_s, final_loss=log.losses[-1] if log.losses else np.nan))
+                             train_cpu_s=log.cpu_s, final_loss=log.losses[-1] if log.losses else np.nan,
+                             **training_quality(model, log, ds, s)))
             run.models[(s, m)], run.embeddings[(s, m)], run.logs[(s, m)] = model, Z, log
     run.table = pd.DataFrame(rows)
     return run
@@ -193,13 +229,13 @@ def run_ecg(cfg: Config) -> Run:
 
 def run_label_efficiency(cfg: Config, ecg: Run, probe_methods=("pulse", "simclr")) -> pd.DataFrame:
     """Probe accuracy with a fraction of the ECG training labels (same stratified draws for every method),
-    against the encoder trained from scratch on exactly those labels for the same number of optimizer steps
-    as one pretraining run (fractions < 1; the 100% reference is ``supervised`` in ``ecg_methods``)."""
+    against the encoder trained from scratch on exactly those labels for ``scratch_steps`` optimizer steps
+    (fractions < 1; the 100% reference is ``supervised`` in ``ecg_methods``)."""
     rows = []
     for s in seeds(cfg):
         ds = ecg.datasets[s]
         rng = np.random.default_rng([s, 19, 7])
-        steps = n_steps(len(ds.train), cfg.batch_size, cfg.epochs)
+        steps = cfg.scratch_steps
         dkey = dict(kind="ecg", n=cfg.n_subjects_ecg, sec=cfg.rec_seconds, fs=cfg.fs, seed=s)
         for f in cfg.label_fracs:
             for d in range(1 if f >= 1 else cfg.n_label_draws):
@@ -241,7 +277,7 @@ def run_transfer(cfg: Config, ecg: Run) -> pd.DataFrame:
                 torch.manual_seed(s + 7919)
                 enc = build("simclr", ppg.n_channels, cfg).encoder
             r = finetune_transfer(enc, ppg, epochs=cfg.transfer_epochs, batch_size=cfg.batch_size, lr=cfg.lr, seed=s)
-            rows.append(dict(seed=s, init=name, **r))
+            rows.append(dict(seed=s, init=name, n_test_subjects=len(set(ppg.test.rec)), **r))
     return pd.DataFrame(rows)
 
 
@@ -256,7 +292,7 @@ def run_noise(cfg: Config, lorenz: Run) -> Run:
             for m in ("pulse", "dsvae"):
                 run.extra[(lv, m)] = lorenz.extra[(s, m, "correct")]
             continue
-        r = run_lorenz(cfg, noise=lv, methods=("pulse", "dsvae"), seed_list=[s])
+        r = run_lorenz(cfg, noise=lv, methods=("pulse", "dsvae"), seed_list=[s], swap=False)
         tables.append(r.table[r.table.method != "random"])
         for m in ("pulse", "dsvae"):
             run.extra[(lv, m)] = r.extra[(s, m, "correct")]
@@ -279,8 +315,23 @@ def summarise(table: pd.DataFrame, by: str, metrics=("acc", "macro_f1")) -> pd.D
     return pd.DataFrame(out)
 
 
-def _per_seed(table: pd.DataFrame, metric: str) -> pd.DataFrame:
-    return table.pivot_table(index="seed", columns="method", values=metric)
+def per_seed(table: pd.DataFrame, metric: str, key: str = "method") -> dict[str, np.ndarray]:
+    """``{method: per-seed values of metric}``, seeds in increasing order (methods missing a seed are dropped)."""
+    p = table.pivot_table(index="seed", columns=key, values=metric).sort_index()
+    return {m: p[m].to_numpy() for m in p.columns if p[m].notna().all()}
+
+
+def random_floor(cfg: Config, rhos, calib_seeds=(100, 101, 102)) -> float:
+    """The difficulty rule's measurement: the random-init encoder's mean probe accuracy on the Lorenz task with
+    ``rhos``, over calibration seeds disjoint from every run's seeds. Trains nothing, so it cannot see any
+    method's result."""
+    accs = []
+    for s in calib_seeds:
+        ds = lorenz_dataset(tuple(rhos), cfg.lorenz_traj_per_class, cfg.lorenz_noise, cfg.window, cfg.window // 2,
+                            cfg.max_train_windows, seed=s)
+        torch.manual_seed(s)
+        accs.append(_probe(_embed_all(build("simclr", ds.n_channels, cfg).encoder, ds), ds).acc)
+    return float(np.mean(accs))
 
 
 def _smoke(cfg: Config) -> str | None:
@@ -288,109 +339,6 @@ def _smoke(cfg: Config) -> str | None:
         return ("smoke profile: one seed, tiny data and one epoch exercise the code path; the verdict is "
                 "decided in the full profile")
     return None
-
-
-def _need(cfg: Config, present, needed, what: str, min_seeds: int = 1) -> str | None:
-    missing = [m for m in needed if m not in present]
-    if missing:
-        return f"{what} needs {', '.join(missing)} (not in this run's methods)"
-    if cfg.n_seeds < min_seeds:
-        return f"{what} needs >= {min_seeds} seeds; this run has {cfg.n_seeds}"
-    return None
-
-
-def claim_c1(cfg: Config, lorenz: Run) -> dict:
-    """PULSE >= DSVAE, MAE and SimCLR probe accuracy in >= 2/3 of seeds; oracle >= PULSE - 0.02 (means)."""
-    p = _per_seed(lorenz.table, "acc")
-    rivals = [m for m in ("dsvae", "mae", "simclr") if m in p]
-    wins = int((p["pulse"] >= p[rivals].max(axis=1)).sum()) if rivals else 0
-    need = int(np.ceil(2 * len(p) / 3))
-    nums = {f"acc {LABELS[m]}": float(p[m].mean()) for m in p.columns}
-    nums.update({"seeds PULSE >= all rivals": f"{wins}/{len(p)}"})
-    holds = wins >= need
-    if "pulse_oracle" in p:
-        nums["oracle - PULSE"] = float(p["pulse_oracle"].mean() - p["pulse"].mean())
-        holds = holds and nums["oracle - PULSE"] >= -0.02
-    why = _smoke(cfg) or _need(cfg, p.columns, ("dsvae", "mae", "simclr", "pulse_oracle"), "C1", 3)
-    return dict(holds=bool(holds), numbers=nums, inconclusive=why,
-                threshold="PULSE >= max(DSVAE, MAE, SimCLR) in >= 2/3 seeds; oracle >= PULSE - 0.02")
-
-
-def claim_c2(cfg: Config, lorenz: Run) -> dict:
-    """R^2(state) of PULSE < DSVAE's and MAE's, and R^2(log rho) of PULSE >= theirs - 0.02 (seed means)."""
-    t = lorenz.table.groupby("method")[["r2_state", "r2_log_rho", "r2_x_t0", "r2_x_mean"]].mean()
-    rivals = [m for m in ("dsvae", "mae") if m in t.index]
-    nums = {}
-    for m in ["pulse"] + rivals:
-        nums[f"R2 state {LABELS[m]}"] = float(t.loc[m, "r2_state"])
-        nums[f"R2 log rho {LABELS[m]}"] = float(t.loc[m, "r2_log_rho"])
-    holds = bool(rivals) and all(t.loc["pulse", "r2_state"] < t.loc[m, "r2_state"] for m in rivals) and all(
-        t.loc["pulse", "r2_log_rho"] >= t.loc[m, "r2_log_rho"] - 0.02 for m in rivals)
-    why = _smoke(cfg) or _need(cfg, t.index, ("dsvae", "mae"), "C2")
-    return dict(holds=bool(holds), numbers=nums, inconclusive=why,
-                threshold="R2(state) PULSE < DSVAE and < MAE; R2(log rho) PULSE >= theirs - 0.02")
-
-
-def claim_c3(cfg: Config, ecg: Run) -> dict:
-    """PULSE macro-F1 >= best of SimCLR, TS2Vec-lite, MAE, DSVAE - 0.01 in >= 2/3 seeds."""
-    p = _per_seed(ecg.table, "macro_f1")
-    rivals = [m for m in ("simclr", "ts2vec", "mae", "dsvae") if m in p]
-    ok = (p["pulse"] >= p[rivals].max(axis=1) - 0.01) if rivals else pd.Series(False, index=p.index)
-    need = int(np.ceil(2 * len(p) / 3))
-    nums = {f"F1 {LABELS[m]}": float(p[m].mean()) for m in p.columns}
-    nums["seeds within 0.01 of best"] = f"{int(ok.sum())}/{len(p)}"
-    why = _smoke(cfg) or _need(cfg, p.columns, ("simclr", "ts2vec", "mae", "dsvae"), "C3", 3)
-    return dict(holds=bool(ok.sum() >= need), numbers=nums, inconclusive=why,
-                threshold="PULSE macro-F1 >= best rival - 0.01 in >= 2/3 seeds")
-
-
-def claim_c4(cfg: Config, le: pd.DataFrame) -> dict:
-    """With 1% and 5% of labels, the PULSE probe beats supervised-from-scratch in every seed."""
-    nums, holds = {}, True
-    fr = [f for f in (0.01, 0.05) if f in set(le.frac)]
-    for f in fr:
-        g = le[le.frac == f].groupby(["seed", "method"]).acc.mean().unstack()
-        wins = int((g["pulse"] > g["supervised"]).sum())
-        nums[f"{f:.0%} PULSE probe"] = float(g["pulse"].mean())
-        nums[f"{f:.0%} supervised"] = float(g["supervised"].mean())
-        nums[f"{f:.0%} seeds PULSE wins"] = f"{wins}/{len(g)}"
-        holds = holds and wins == len(g)
-    why = _smoke(cfg) or (None if len(fr) == 2 else "C4 needs label_fracs to include 0.01 and 0.05")
-    if why is None and cfg.n_seeds < 3:
-        why = f"C4 asks for 3/3 seeds; this run has {cfg.n_seeds}"
-    if not fr:  # report what the run has (e.g. the smoke profile's 10%)
-        for (f, m), v in le[le.frac < 1].groupby(["frac", "method"]).acc.mean().items():
-            nums[f"{f:.0%} {'supervised' if m == 'supervised' else LABELS[m] + ' probe'}"] = float(v)
-    return dict(holds=bool(holds and fr), numbers=nums, inconclusive=why,
-                threshold="probe on PULSE > supervised from scratch at 1% and 5% labels, 3/3 seeds")
-
-
-def claim_c5(cfg: Config, tr: pd.DataFrame) -> dict:
-    """PULSE init >= random init and >= SimCLR init in fine-tuned PPG accuracy (seed means)."""
-    m = tr.groupby("init").acc.mean()
-    nums = {f"acc {INIT_LABELS[k]}": float(v) for k, v in m.items()}
-    holds = m["pulse"] >= m["random"] and ("simclr" in m and m["pulse"] >= m["simclr"])
-    why = _smoke(cfg) or _need(cfg, m.index, ("simclr",), "C5")
-    return dict(holds=bool(holds), numbers=nums, inconclusive=why,
-                threshold="PULSE init >= random init and >= SimCLR init (accuracy, seed mean)")
-
-
-def claim_c6(cfg: Config, noise: Run) -> dict:
-    """drop = acc(lowest noise) - acc(highest noise); PULSE's drop < DSVAE's (seed 0, bootstrap over windows)."""
-    lo, hi = min(cfg.noise_levels), max(cfg.noise_levels)
-    t = noise.table.set_index(["noise", "method"]).acc
-    nums = {f"acc {LABELS[m]} @ {lv:g}": float(t[(lv, m)]) for lv in (lo, hi) for m in ("pulse", "dsvae")}
-    if lo == hi:
-        return dict(holds=None, numbers=nums, inconclusive="C6 needs at least two noise levels",
-                    threshold="PULSE's accuracy drop (0 -> 0.3) < DSVAE's")
-    e = noise.extra
-    point, a, b = bootstrap_drop_diff(e[(lo, "pulse")], e[(hi, "pulse")], e[(lo, "dsvae")], e[(hi, "dsvae")],
-                                      rng=np.random.default_rng([cfg.seed, 19, 8]))
-    nums.update({"drop PULSE": nums[f"acc PULSE @ {lo:g}"] - nums[f"acc PULSE @ {hi:g}"],
-                 "drop DSVAE": nums[f"acc DSVAE @ {lo:g}"] - nums[f"acc DSVAE @ {hi:g}"],
-                 "drop diff (PULSE - DSVAE)": point, "drop diff 95% CI": [a, b]})
-    return dict(holds=bool(point < 0), numbers=nums, inconclusive=_smoke(cfg),
-                threshold=f"drop PULSE < drop DSVAE, noise {lo:g} -> {hi:g} (seed {cfg.seed})")
 
 
 @torch.no_grad()

@@ -1,0 +1,375 @@
+"""Chapter 19's claims and controls, and the functions that decide them from measured numbers.
+
+Every function returns the keyword arguments of :meth:`repro.common.Ledger.control` (controls: ``holds``,
+``threshold``, ``numbers``, ``reason``) or :meth:`~repro.common.Ledger.record` (claims: also ``inconclusive``
+and ``needs``), so the notebook writes ``ledger.record("C1", **verdicts.c1(...))``. Reasons are sentences
+computed from the numbers; the thresholds are the card's (:data:`THRESHOLDS`), never tuned.
+
+Controls (issue 13): could this run see an effect of each claim's kind?
+
+* **K1** Lorenz training did its job: held-out reconstruction R^2 >= 0.5 for PULSE and the reconstruction
+  baselines (MAE, DSVAE) in every Lorenz run, the noise study's included (a decoder that relaxes to a constant
+  scores about 0), and every Lorenz pretraining loss curve has flattened: the mean loss over its last 10% of
+  steps is < 5% below the mean over the 10% before.
+* **K4** the same on ECG (the data of C3, C4 and C5; C5's PULSE init is the ECG-pretrained encoder). Issue 13's
+  K1 names no data set; it is split so that each claim rests on the training of the models it compares.
+* **K2** pretraining moves the code: on Lorenz *and* on ECG, at least one label-free pretrained encoder's probe
+  accuracy beats the random-init encoder's by >= 3 points, with a paired 95% CI over seeds that excludes 0.
+  (PULSE-oracle uses labels and the supervised model is trained on them: neither counts.)
+* **K3** the apparatus can see a system code: PULSE-oracle's code-swap test gives a lower error with a code from
+  a same-class window (another trajectory) than with a code from another class, paired over seeds, CI
+  excluding 0.
+
+C1 needs K2; C3, C4, C5 need K2 and K4; C2 needs K1 and K3; C6 (PULSE and DSVAE trained at three noise
+levels) needs K1.
+
+Noise-aware rules. A claim of the card's form "A >= B [- margin] in >= k of n seeds" *holds* when the card's
+seed-count rule is met **and** the paired comparison (:func:`repro.common.compare_paired`) over seeds supports
+it (``better`` with no margin, :meth:`~repro.common.Comparison.no_worse_than` with one); it *fails* when the
+seed-count rule is not met **and** the comparison refutes it (A measurably below B by more than the margin);
+anything else is ``inconclusive`` (the seeds and the interval disagree, or the interval straddles). C6 uses the
+bootstrap interval over test windows the card names: holds when it lies below 0, fails when above, else
+inconclusive. C5 needs at least :data:`THRESHOLDS` ``C5_min_test_subjects`` PPG test subjects per seed.
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from repro.common import compare_paired
+from repro.common.stats import mean_ci
+
+THRESHOLDS = {
+    "K1_min_recon_r2": 0.5,        # held-out reconstruction R^2 of PULSE, MAE, DSVAE
+    "K1_max_tail_improvement": 0.05,  # last 10% of steps improve the loss by < 5%
+    "K2_min_lift": 0.03,           # best label-free encoder - random init, probe accuracy
+    "C1_oracle_margin": 0.02,      # PULSE-oracle >= PULSE - 0.02
+    "C2_log_rho_margin": 0.02,     # R^2(log rho) of PULSE >= rival's - 0.02
+    "C3_margin": 0.01,             # PULSE macro-F1 >= best rival - 0.01
+    "seed_frac_c1_c3": 2 / 3,      # ">= 2/3 seeds"
+    "C5_min_test_subjects": 15,    # PPG test subjects per seed (5 per class) for C5 to be decided
+}
+T = THRESHOLDS
+
+#: The card's claims (ids and statements exactly as in ../shared/papers/19_pulse.md).
+CLAIMS = {
+    "C1": "(synthetic: class identity) On Lorenz-SDE windows (5 classes = 5 values of ρ; noise 10% of RMS), "
+          "PULSE's linear-probe accuracy is ≥ that of DSVAE, MAE and SimCLR in ≥ 2/3 seeds; "
+          "PULSE-oracle ≥ PULSE − 0.02.",
+    "C2": "(transferable vs. non-transferable, Lorenz) Ridge R² (5-fold CV) from the pooled embedding to the "
+          "window's own state (average of the R² for x(t₀) and for the window-mean state, both set by the initial "
+          "condition) is lower for PULSE than for DSVAE and MAE, and PULSE's R² for log ρ is ≥ theirs − 0.02 "
+          "(so a collapsed encoder cannot pass).",
+    "C3": "(semantic classes, ECG-like) On synthetic McSharry-ECG with 4 morphology/rhythm classes, PULSE's "
+          "macro-F1 is within 0.01 of, or above, the best of SimCLR, TS2Vec-lite, MAE and DSVAE in ≥ 2/3 seeds.",
+    "C4": "(label efficiency) With 1% and 5% of labels, a linear probe on PULSE beats the same encoder trained "
+          "supervised from scratch on the same labels, in 3/3 seeds.",
+    "C5": "(transfer) Pretrain on ECG, fine-tune end-to-end on PPG-like pulse waveforms (3 vascular classes). "
+          "PULSE init ≥ random init and ≥ SimCLR init in accuracy.",
+    "C6": "(noise robustness) As noise goes 0 → 0.3 RMS, PULSE's Lorenz accuracy drops less than DSVAE's "
+          "(seed 0 only; bootstrap CI over test windows).",
+}
+
+#: Positive controls: could this run see an effect of each claim's kind?
+CONTROLS = {
+    "K1": "Lorenz training did its job: held-out reconstruction R² ≥ 0.5 for PULSE and the reconstruction "
+          "baselines (MAE, DSVAE) in every Lorenz run, and every Lorenz pretraining loss curve has flattened (its "
+          "last 10% of steps improve it by < 5%).",
+    "K2": "Pretraining moves the code: on Lorenz and on ECG, at least one label-free pretrained encoder's probe "
+          "beats the random-init encoder by ≥ 3 points, with a paired 95% CI over seeds excluding 0.",
+    "K3": "The apparatus can see a system code: PULSE-oracle's code-swap test separates own-class from "
+          "other-class windows (a same-class code gives a lower reconstruction error than an other-class code; "
+          "paired 95% CI over seeds excluding 0).",
+    "K4": "ECG training did its job: held-out reconstruction R² ≥ 0.5 for PULSE and the reconstruction "
+          "baselines (MAE, DSVAE) in every ECG run, and every ECG pretraining loss curve has flattened (its last "
+          "10% of steps improve it by < 5%).",
+}
+
+NEEDS = {"C1": ("K2",), "C2": ("K1", "K3"), "C3": ("K2", "K4"), "C4": ("K2", "K4"), "C5": ("K2", "K4"),
+         "C6": ("K1",)}
+
+LABEL_FREE = ("pulse", "pulse_xwin", "simclr", "ts2vec", "mae", "dsvae")
+NAMES = {"pulse": "PULSE", "pulse_xwin": "PULSE-xwin", "pulse_oracle": "PULSE-oracle", "simclr": "SimCLR",
+         "ts2vec": "TS2Vec-lite", "mae": "MAE", "dsvae": "DSVAE", "supervised": "supervised",
+         "random": "random init"}
+
+
+# ----------------------------------------------------------------------------- helpers
+def _a(x) -> np.ndarray:
+    return np.asarray(x, float).ravel()
+
+
+def _pts(x: float) -> str:
+    """A fraction as signed points: 0.0123 -> '+1.2'."""
+    return f"{100 * x:+.1f}"
+
+
+def _ci(cmp) -> str:
+    return f"[{cmp.ci_lo:+.3f}, {cmp.ci_hi:+.3f}]"
+
+
+def _need(n: int, frac: float) -> int:
+    return math.ceil(frac * n - 1e-9)
+
+
+def _decide(rule_met: bool, supported: bool, refuted: bool) -> tuple[bool | None, str | None]:
+    """(holds, inconclusive-reason-prefix) from the seed rule and the interval (see the module docstring)."""
+    if rule_met and supported:
+        return True, None
+    if not rule_met and refuted:
+        return False, None
+    if rule_met:
+        return None, "the card's seed-count rule is met but the paired 95% CI over seeds does not support it"
+    return None, "the card's seed-count rule is not met but the paired 95% CI over seeds does not refute it"
+
+
+def mean_and_ci(values) -> list[float]:
+    """[mean, lo, hi] of the Student-t 95% interval over seeds (lo = hi = mean for one seed)."""
+    v = _a(values)
+    m, h = mean_ci(v)
+    return [float(m), float(m - h), float(m + h)]
+
+
+# ----------------------------------------------------------------------------- controls
+def k1(recon_r2: Mapping[str, Sequence[float]], tail_improvement: Mapping[str, Sequence[float]]) -> dict:
+    """K1 (Lorenz) and K4 (ECG). ``recon_r2``: run name ("PULSE") -> held-out reconstruction R^2 per run
+    (PULSE, MAE, DSVAE); ``tail_improvement``: run name -> relative improvement of the loss over its last 10%
+    of steps, per run (every pretrained method)."""
+    lo_r2 = {k: float(np.min(_a(v))) for k, v in recon_r2.items()}
+    hi_tail = {k: float(np.max(_a(v))) for k, v in tail_improvement.items()}
+    bad_r2 = [f"{k} (min over runs {v:.3f})" for k, v in lo_r2.items() if not v >= T["K1_min_recon_r2"]]
+    bad_tail = [f"{k} ({100 * v:.1f}%)" if math.isfinite(v) else f"{k} (too few steps to tell)"
+                for k, v in hi_tail.items() if not v < T["K1_max_tail_improvement"]]
+    parts = []
+    if bad_r2:
+        parts.append(f"held-out reconstruction R² below {T['K1_min_recon_r2']:g}: {', '.join(bad_r2)}")
+    if bad_tail:
+        parts.append(f"loss still falling by >= {100 * T['K1_max_tail_improvement']:.0f}% over the last 10% of "
+                     f"steps: {', '.join(bad_tail)}")
+    numbers = {f"recon R2 {k} (min)": v for k, v in lo_r2.items()}
+    numbers.update({f"tail improvement {k} (max)": v for k, v in hi_tail.items()})
+    ok = bool(recon_r2) and bool(tail_improvement) and not bad_r2 and not bad_tail
+    return dict(holds=ok, numbers=numbers, reason="; ".join(parts) or ("nothing measured" if not ok else ""),
+                threshold=f"min recon R² >= {T['K1_min_recon_r2']:g} (PULSE, MAE, DSVAE); last-10% improvement "
+                          f"< {100 * T['K1_max_tail_improvement']:.0f}% (every method)")
+
+
+def k2(acc: Mapping[str, Mapping[str, Sequence[float]]], random: Mapping[str, Sequence[float]]) -> dict:
+    """``acc[dataset][method]``: probe accuracy per seed; ``random[dataset]``: the random-init encoder's, per seed
+    (the same seeds, in the same order). Only label-free methods count."""
+    numbers, fails, best_txt = {}, [], []
+    for data, methods in acc.items():
+        r = _a(random[data])
+        best = None
+        for m, v in methods.items():
+            if m not in LABEL_FREE:
+                continue
+            cmp = compare_paired(_a(v), r)
+            if best is None or cmp.mean_diff > best[1].mean_diff:
+                best = (m, cmp)
+        if best is None:
+            fails.append(f"{data}: no label-free method")
+            continue
+        m, cmp = best
+        ok = cmp.mean_diff >= T["K2_min_lift"] and cmp.better
+        numbers[f"{data} random init"] = float(r.mean())
+        numbers[f"{data} best label-free"] = NAMES.get(m, m)
+        numbers[f"{data} lift (points)"] = 100 * cmp.mean_diff
+        numbers[f"{data} lift ci95"] = [cmp.ci_lo, cmp.ci_hi]
+        txt = (f"{data}: the best label-free encoder, {NAMES.get(m, m)}, is {_pts(cmp.mean_diff)} points above "
+               f"random init (95% CI {_ci(cmp)} over {cmp.n} seeds)")
+        best_txt.append(txt)
+        if not ok:
+            fails.append(txt)
+    ok = bool(acc) and not fails
+    return dict(holds=ok, numbers=numbers,
+                reason=("; ".join(fails) + f" — needs >= {100 * T['K2_min_lift']:.0f} points with the CI above 0")
+                if fails else "",
+                threshold=f"on each dataset, max over label-free methods of (acc − random) >= "
+                          f"{100 * T['K2_min_lift']:.0f} points, paired CI > 0")
+
+
+k4 = k1
+
+
+def k3(own: Sequence[float], same: Sequence[float], other: Sequence[float]) -> dict:
+    """PULSE-oracle's code-swap errors per seed: code from the window itself, from a same-class window of another
+    trajectory, from a window of another class."""
+    own, same, other = _a(own), _a(same), _a(other)
+    if same.size == 0:
+        return dict(holds=False, numbers={"seeds": 0}, reason="no PULSE-oracle in this run",
+                    threshold="paired CI of (other-class − same-class swap error) > 0")
+    cmp = compare_paired(same, other, higher_is_better=False)
+    numbers = {"oracle swap MSE own / same / other": [float(own.mean()), float(same.mean()), float(other.mean())],
+               "other − same": cmp.mean_diff, "other − same ci95": [cmp.ci_lo, cmp.ci_hi], "seeds": cmp.n,
+               "other / same": float(other.mean() / same.mean())}
+    reason = (f"an other-class code raises PULSE-oracle's error over a same-class code by {cmp.mean_diff:+.4f} "
+              f"(95% CI {_ci(cmp)}, {cmp.n} seeds): {cmp.word}")
+    return dict(holds=cmp.better, numbers=numbers, reason="" if cmp.better else reason,
+                threshold="paired CI of (other-class − same-class swap error) > 0")
+
+
+# ----------------------------------------------------------------------------- claims
+def c1(acc: Mapping[str, Sequence[float]], note: str | None = None) -> dict:
+    """Lorenz probe accuracy per seed for 'pulse', 'pulse_oracle', 'dsvae', 'mae', 'simclr'."""
+    p = _a(acc["pulse"])
+    n = p.size
+    rivals = [m for m in ("dsvae", "mae", "simclr") if m in acc]
+    R = np.stack([_a(acc[m]) for m in rivals]) if rivals else np.full((1, n), np.nan)
+    wins = int((p >= R.max(axis=0)).sum())
+    need = _need(n, T["seed_frac_c1_c3"])
+    cmps = {m: compare_paired(p, _a(acc[m])) for m in rivals}
+    numbers = {f"acc {NAMES[m]}": float(_a(v).mean()) for m, v in acc.items()}
+    numbers["seeds PULSE >= all rivals"] = f"{wins}/{n}"
+    for m, c in cmps.items():
+        numbers[f"PULSE − {NAMES[m]}"] = c.mean_diff
+        numbers[f"PULSE − {NAMES[m]} ci95"] = [c.ci_lo, c.ci_hi]
+    # part 1: PULSE >= each rival
+    h1, why1 = _decide(wins >= need and len(rivals) == 3, all(c.better for c in cmps.values()) and len(rivals) == 3,
+                       any(c.worse for c in cmps.values()))
+    parts = [f"PULSE ≥ every rival in {wins}/{n} seeds (needs {need}); "
+             + ", ".join(f"PULSE − {NAMES[m]} = {_pts(c.mean_diff)} points {_ci(c)} ({c.word})"
+                         for m, c in cmps.items())]
+    # part 2: oracle >= PULSE - 0.02
+    h2, why2 = True, None
+    if "pulse_oracle" in acc:
+        o = compare_paired(_a(acc["pulse_oracle"]), p)
+        numbers["oracle − PULSE"] = o.mean_diff
+        numbers["oracle − PULSE ci95"] = [o.ci_lo, o.ci_hi]
+        mg = T["C1_oracle_margin"]
+        h2 = True if o.no_worse_than(mg) else (False if o.ci_hi < -mg else None)
+        why2 = None if h2 is not None else "the oracle's CI straddles −0.02"
+        parts.append(f"oracle − PULSE = {_pts(o.mean_diff)} points {_ci(o)} (needs CI above −{100 * mg:.0f})")
+    else:
+        h2, why2 = None, "no PULSE-oracle in this run"
+    holds = True if (h1 and h2) else (False if (h1 is False or h2 is False) else None)
+    reason = "; ".join(parts)
+    inconc = note or (None if holds is not None else "; ".join(w for w in (why1, why2) if w) + f" ({reason})")
+    return dict(holds=holds, numbers=numbers, reason=reason, inconclusive=inconc, needs=NEEDS["C1"],
+                threshold="PULSE >= DSVAE, MAE, SimCLR in >= 2/3 seeds with paired CI > 0; "
+                          "oracle − PULSE CI above −0.02")
+
+
+def c2(r2: Mapping[str, Mapping[str, Sequence[float]]], note: str | None = None) -> dict:
+    """``r2[method][target]`` per seed, targets 'state', 'x_t0', 'x_mean', 'log_rho'; methods 'pulse',
+    'dsvae', 'mae' (others are reported only)."""
+    rivals = [m for m in ("dsvae", "mae") if m in r2]
+    numbers = {}
+    for m in r2:
+        for t in ("state", "x_t0", "x_mean", "log_rho"):
+            if t in r2[m]:
+                numbers[f"R2 {t} {NAMES.get(m, m)}"] = mean_and_ci(r2[m][t])
+    mg = T["C2_log_rho_margin"]
+    sup, ref, parts = [], [], []
+    for m in rivals:
+        a = compare_paired(_a(r2["pulse"]["state"]), _a(r2[m]["state"]), higher_is_better=False)
+        b = compare_paired(_a(r2["pulse"]["log_rho"]), _a(r2[m]["log_rho"]))
+        numbers[f"state: {NAMES[m]} − PULSE"] = [a.mean_diff, a.ci_lo, a.ci_hi]
+        numbers[f"log rho: PULSE − {NAMES[m]}"] = [b.mean_diff, b.ci_lo, b.ci_hi]
+        sup += [a.better, b.no_worse_than(mg)]
+        ref += [a.worse, b.ci_hi < -mg]
+        parts.append(f"R²(state) {NAMES[m]} − PULSE = {a.mean_diff:+.3f} {_ci(a)} ({a.word}); "
+                     f"R²(log ρ) PULSE − {NAMES[m]} = {b.mean_diff:+.3f} {_ci(b)}")
+    ok = len(rivals) == 2
+    holds = True if (ok and all(sup)) else (False if any(ref) else None)
+    reason = "; ".join(parts) if parts else "no DSVAE or MAE in this run"
+    inconc = note or (None if holds is not None else
+                      f"the paired CIs over seeds neither support nor refute it ({reason})")
+    return dict(holds=holds, numbers=numbers, reason=reason, inconclusive=inconc, needs=NEEDS["C2"],
+                threshold="R²(state) PULSE < DSVAE and < MAE (paired CI); R²(log ρ) PULSE − rival CI above −0.02")
+
+
+def c3(f1: Mapping[str, Sequence[float]], note: str | None = None) -> dict:
+    """ECG macro-F1 per seed for 'pulse' and its rivals 'simclr', 'ts2vec', 'mae', 'dsvae' (others reported)."""
+    p = _a(f1["pulse"])
+    n = p.size
+    rivals = [m for m in ("simclr", "ts2vec", "mae", "dsvae") if m in f1]
+    numbers = {f"F1 {NAMES.get(m, m)}": float(_a(v).mean()) for m, v in f1.items()}
+    if not rivals:
+        return dict(holds=None, numbers=numbers, reason="", inconclusive=note or "no rival in this run",
+                    needs=NEEDS["C3"], threshold="PULSE macro-F1 >= best rival − 0.01")
+    best = np.stack([_a(f1[m]) for m in rivals]).max(axis=0)
+    mg = T["C3_margin"]
+    wins = int((p >= best - mg).sum())
+    need = _need(n, T["seed_frac_c1_c3"])
+    cmp = compare_paired(p, best)
+    numbers.update({"seeds within 0.01 of best": f"{wins}/{n}", "PULSE − best rival": cmp.mean_diff,
+                    "PULSE − best rival ci95": [cmp.ci_lo, cmp.ci_hi]})
+    holds, why = _decide(wins >= need and len(rivals) == 4, cmp.no_worse_than(mg), cmp.ci_hi < -mg)
+    reason = (f"PULSE is within 0.01 of the best rival in {wins}/{n} seeds (needs {need}); PULSE − best rival = "
+              f"{cmp.mean_diff:+.3f} macro-F1, 95% CI {_ci(cmp)} (needs the CI above −{mg:g})")
+    return dict(holds=holds, numbers=numbers, reason=reason, inconclusive=note or (why and f"{why} ({reason})"),
+                needs=NEEDS["C3"], threshold="PULSE >= best rival − 0.01 in >= 2/3 seeds; paired CI above −0.01")
+
+
+def c4(probe: Mapping[float, Sequence[float]], supervised: Mapping[float, Sequence[float]],
+       n_labels: Mapping[float, int] | None = None, note: str | None = None) -> dict:
+    """Per label fraction (0.01, 0.05): per-seed accuracy (mean over label draws) of the PULSE probe and of the
+    encoder trained from scratch on the same labels."""
+    numbers, parts, sup, ref, rule = {}, [], [], [], []
+    fracs = [f for f in (0.01, 0.05) if f in probe and f in supervised]
+    for f in fracs:
+        p, s = _a(probe[f]), _a(supervised[f])
+        wins = int((p > s).sum())
+        cmp = compare_paired(p, s)
+        numbers[f"{f:.0%} PULSE probe"] = float(p.mean())
+        numbers[f"{f:.0%} supervised"] = float(s.mean())
+        numbers[f"{f:.0%} seeds PULSE wins"] = f"{wins}/{p.size}"
+        numbers[f"{f:.0%} diff ci95"] = [cmp.ci_lo, cmp.ci_hi]
+        if n_labels:
+            numbers[f"{f:.0%} labels"] = int(n_labels[f])
+        rule.append(wins == p.size)
+        sup.append(cmp.better)
+        ref.append(cmp.worse)
+        lab = f" ({int(n_labels[f])} labels)" if n_labels else ""
+        parts.append(f"at {f:.0%}{lab} the PULSE probe wins {wins}/{p.size} seeds, probe − supervised = "
+                     f"{_pts(cmp.mean_diff)} points {_ci(cmp)} ({cmp.word})")
+    if len(fracs) < 2:
+        return dict(holds=None, numbers=numbers, reason="", needs=NEEDS["C4"],
+                    inconclusive=note or "C4 needs label fractions 0.01 and 0.05",
+                    threshold="probe > supervised at 1% and 5%, 3/3 seeds, paired CI > 0")
+    holds = True if (all(rule) and all(sup)) else (False if any((not r) and x for r, x in zip(rule, ref)) else None)
+    reason = "; ".join(parts)
+    return dict(holds=holds, numbers=numbers, reason=reason, needs=NEEDS["C4"],
+                inconclusive=note or (None if holds is not None else
+                                      f"the seed rule and the paired CIs do not agree ({reason})"),
+                threshold="probe > supervised at 1% and 5% in every seed, paired CI > 0")
+
+
+def c5(acc: Mapping[str, Sequence[float]], n_test_subjects: int, note: str | None = None) -> dict:
+    """Fine-tuned PPG accuracy per seed for inits 'pulse', 'random', 'simclr'; ``n_test_subjects`` per seed."""
+    p = _a(acc["pulse"])
+    numbers = {f"acc {k} init": float(_a(v).mean()) for k, v in acc.items()}
+    numbers["PPG test subjects"] = int(n_test_subjects)
+    cmps = {k: compare_paired(p, _a(acc[k])) for k in ("random", "simclr") if k in acc}
+    for k, c in cmps.items():
+        numbers[f"PULSE − {k} init"] = c.mean_diff
+        numbers[f"PULSE − {k} init ci95"] = [c.ci_lo, c.ci_hi]
+    reason = "; ".join(f"PULSE init − {k} init = {_pts(c.mean_diff)} points {_ci(c)} ({c.word})"
+                       for k, c in cmps.items())
+    why = note
+    if why is None and n_test_subjects < T["C5_min_test_subjects"]:
+        why = (f"underpowered: {n_test_subjects} PPG test subjects per seed (< {T['C5_min_test_subjects']})")
+    holds = True if (len(cmps) == 2 and all(c.better for c in cmps.values())) else (
+        False if any(c.worse for c in cmps.values()) else None)
+    if why is None and holds is None:
+        why = f"no measurable difference ({reason})"
+    return dict(holds=holds, numbers=numbers, reason=reason, inconclusive=why, needs=NEEDS["C5"],
+                threshold="PULSE init better than random init and than SimCLR init (paired CI > 0)")
+
+
+def c6(drop_pulse: float, drop_dsvae: float, diff: float, lo: float, hi: float, levels: tuple[float, float],
+       note: str | None = None) -> dict:
+    """Accuracy drops from the lowest to the highest noise level (seed 0) and the bootstrap 95% CI over test
+    windows of drop(PULSE) − drop(DSVAE)."""
+    numbers = {"drop PULSE": drop_pulse, "drop DSVAE": drop_dsvae, "drop diff (PULSE − DSVAE)": diff,
+               "drop diff 95% CI": [lo, hi]}
+    holds = True if hi < 0 else (False if lo > 0 else None)
+    reason = (f"from noise {levels[0]:g} to {levels[1]:g} PULSE's accuracy drops {_pts(drop_pulse)} points and "
+              f"DSVAE's {_pts(drop_dsvae)}; the difference {_pts(diff)} points has a bootstrap 95% CI "
+              f"[{_pts(lo)}, {_pts(hi)}]")
+    inconc = note or (None if holds is not None else f"the bootstrap CI contains 0 ({reason})")
+    return dict(holds=holds, numbers=numbers, reason=reason, inconclusive=inconc, needs=NEEDS["C6"],
+                threshold="bootstrap CI of drop(PULSE) − drop(DSVAE) below 0")
