@@ -38,7 +38,8 @@ class Config(BaseConfig):
     use_cached_sft: bool = knob(True, doc="reuse the SFT checkpoint in data/cache/rltt/ if its config matches")
     # RL (GRPO / RLTT, on-policy REINFORCE with group-normalised advantages)
     rl_steps: int = knob(120, ge=1, le=10_000, doc="RL steps (one gradient step per batch of rollouts)")
-    prompts_per_step: int = knob(32, ge=1, le=512, doc="prompts per RL step (task A, depths 4-6); the card's 16 doubled with the budget the shorter trace frees")
+    prompts_per_step: int = knob(32, ge=1, le=512, doc="prompts per RL step (task A, depths 4-6); the card's 16 "
+                                                        "doubled with the budget the shorter trace frees")
     group_size: int = knob(8, ge=2, le=64, doc="G: rollouts per prompt")
     max_new_tokens: int = knob(8, ge=4, le=32, doc="rollout and evaluation length cap (task A needs 5 at stride 2, 8 at stride 1)")
     temperature: float = knob(0.9, gt=0, le=5, doc="rollout temperature τ (also the log-prob temperature)")
@@ -51,10 +52,12 @@ class Config(BaseConfig):
                                                 doc="extra RLTT weightings trained on the first seed only")
     # tasks
     pad_slots: Literal["random", "end"] = knob("random", doc="where the '+ 0' padding of task A goes")
-    trace_stride: int = knob(2, ge=1, le=3, doc="task A writes every s-th running result before '#' (1: the card's full trace; 2: r2 r4 # r6)")
+    trace_stride: int = knob(2, ge=1, le=3, doc="task A writes every s-th running result before '#' "
+                                                "(1: the card's full trace; 2: r2 r4 # r6)")
     # evaluation
     n_eval: int = knob(600, ge=10, le=20_000, doc="held-out hard problems (easy: n_eval/2, task B: n_eval/3)")
-    n_eval_samples: int = knob(16, ge=1, le=64, doc="samples per problem for the sampled accuracy at τ (the primary metric)")
+    n_eval_samples: int = knob(16, ge=1, le=64,
+                               doc="samples per problem for the sampled accuracy at τ (the primary metric)")
     gsnr_prompts: int = knob(32, ge=2, le=1024, doc="held-out prompts of the GSNR metric")
     gsnr_rollouts: int = knob(8, ge=2, le=64, doc="R: rollouts per prompt of the GSNR metric")
     gsnr_temperature: float = knob(0.2, gt=0, le=5, doc="sampling temperature of the GSNR rollouts")

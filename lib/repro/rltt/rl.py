@@ -221,7 +221,8 @@ def rl_step(run: RLRun, ref: LoopedLM, prompts: torch.Tensor, answers: np.ndarra
     zero_var = rewards.view(-1, cfg.group_size).std(1) == 0
     m = tmask.float()
     ep_mean = None if exit_pdf is None else ((exit_pdf.detach() * m[..., None]).sum((0, 1)) / m.sum()).tolist()
-    run.append(reward=float(rewards.mean()), lucky=int(lucky.sum()), rewarded=int(rewards.sum()), zero_var=float(zero_var.float().mean()), kl=info.get("kl", 0.0),
+    run.append(reward=float(rewards.mean()), lucky=int(lucky.sum()), rewarded=int(rewards.sum()),
+               zero_var=float(zero_var.float().mean()), kl=info.get("kl", 0.0),
                pg=info["pg"], grad_norm=float(gnorm), rollout_s=t1 - t0, update_s=t2 - t1, exit_pdf=ep_mean)
 
 
