@@ -1,8 +1,8 @@
 """Cost of a force evaluation versus N (claim C3): time, edges and peak memory, each model in a fresh process.
 
-* :func:`time_model` — one model at one N: graph construction (compiled cell lists), forward pass and
-  forces by autograd; the minimum over ``repeats`` (the machine is shared, the minimum is the least
-  disturbed run). In the sweep the process is warmed up once, at 64 atoms.
+* :func:`time_model` — one model at one N: graph construction, forward pass and forces by autograd; a
+  warm-up run at that size, then the median (and min, max) of ``repeats`` ≥ 3 runs. ``sort=True`` orders the
+  atoms spatially first (the "sorted" variant of the scaling study).
 * :func:`edges_per_atom`, :func:`memory_estimate` — the analytic side: message edges summed over layers,
   and ≈ 600 B per edge per layer (float32, F = 32, forward + forces; card, "Pitfalls").
 * :func:`timing_sweeps` — one fresh one-thread subprocess imports torch once and forks a child per model;
@@ -49,26 +49,37 @@ def memory_estimate(n_edges_all_layers: int) -> float:
     return float(n_edges_all_layers) * BYTES_PER_EDGE
 
 
-def time_model(model, pos: np.ndarray, species: np.ndarray, repeats: int = 2,
-               warmup: bool = True) -> dict[str, float]:
-    """Seconds for graph construction and for forward + forces (minimum over ``repeats``, after a warm-up run
-    unless ``warmup=False``)."""
+def time_model(model, pos: np.ndarray, species: np.ndarray, repeats: int = 3, warmup: bool = True,
+               sort: bool = False) -> dict[str, float]:
+    """Seconds for graph construction and for graph + forward + forces at one size: one warm-up run at this
+    size (unless ``warmup=False``), then ``repeats`` timed runs; returns the median, min and max of the total
+    and the median of the graph part. ``sort=True`` first reorders the atoms by cell
+    (:func:`~repro.dkmp.neighbors.spatial_order`), inside the timed graph part."""
     import torch
 
-    sp = torch.as_tensor(species, dtype=torch.long)
-    best_g = best_t = float("inf")
+    from .neighbors import spatial_order
+
+    sp0 = torch.as_tensor(species, dtype=torch.long)
+    tg, tt = [], []
     for rep in range(repeats + int(warmup)):
         t0 = time.perf_counter()
-        g = model.build_graph(pos)
+        if sort:
+            order = spatial_order(pos)
+            x_np, sp = pos[order], sp0[torch.from_numpy(order)]
+        else:
+            x_np, sp = pos, sp0
+        g = model.build_graph(x_np)
         t1 = time.perf_counter()
-        x = torch.tensor(pos, dtype=torch.float32, requires_grad=True)
+        x = torch.tensor(x_np, dtype=torch.float32, requires_grad=True)
         E, F = model.energy_forces(x, sp, g)
         float(E.detach().sum())
         t2 = time.perf_counter()
         del E, F, x
         if rep >= int(warmup):
-            best_g, best_t = min(best_g, t1 - t0), min(best_t, t2 - t0)
-    return {"t_graph": best_g, "t_total": best_t, "edges": float(g.n_edges())}
+            tg.append(t1 - t0)
+            tt.append(t2 - t0)
+    return {"t_graph": float(np.median(tg)), "t_total": float(np.median(tt)), "t_min": float(np.min(tt)),
+            "t_max": float(np.max(tt)), "repeats": len(tt), "edges": float(g.n_edges())}
 
 
 def _maxrss_bytes() -> float:
@@ -90,7 +101,7 @@ def _worker(spec: dict[str, Any]) -> None:
     model = build_model(spec["kind"], spec["kwargs"]).float()
     rng = np.random.default_rng([spec.get("seed", 0), 15, 99])
     x, s = make_cluster(64, rng)
-    time_model(model, x, s, repeats=1)  # warm-up: lazy initialisation of torch's kernels
+    time_model(model, x, s, repeats=1)  # first warm-up: lazy initialisation of torch's kernels
     base = _maxrss_bytes()
     for n in spec["sizes"]:
         rng = np.random.default_rng([spec.get("seed", 0), 15, 98, n])
@@ -103,8 +114,8 @@ def _worker(spec: dict[str, Any]) -> None:
             row["skipped"] = True
         else:
             del g
-            reps = spec.get("repeats", 2) if n < 4000 else 1  # runs of a second or more: one is enough
-            row.update(time_model(model, pos, species, repeats=reps, warmup=False))
+            row.update(time_model(model, pos, species, repeats=spec.get("repeats", 3), warmup=True,
+                                  sort=spec.get("sort", False)))
             row["peak_mem"] = _maxrss_bytes() - base
             row["skipped"] = False
         print(json.dumps(row), flush=True)
@@ -161,15 +172,15 @@ def timing_sweeps(specs: list[dict[str, Any]], timeout_s: float = 900) -> list[l
     return rows
 
 
-def make_spec(kind: str, kwargs: dict[str, Any], sizes: list[int], repeats: int = 2, seed: int = 0,
-              mem_cap_gb: float = 1.5, nn: float = 1.0) -> dict[str, Any]:
+def make_spec(kind: str, kwargs: dict[str, Any], sizes: list[int], repeats: int = 3, seed: int = 0,
+              mem_cap_gb: float = 1.5, nn: float = 1.0, sort: bool = False) -> dict[str, Any]:
     """One model's sweep: fcc balls at nearest-neighbour distance ``nn`` (1.0 σ: about the compressed density
     of the sampled clusters) plus 0.05 σ jitter; random weights (cost does not depend on them)."""
     return {"kind": kind, "kwargs": kwargs, "sizes": sorted(int(s) for s in sizes), "repeats": repeats,
-            "seed": seed, "mem_cap_gb": mem_cap_gb, "nn": nn}
+            "seed": seed, "mem_cap_gb": mem_cap_gb, "nn": nn, "sort": sort}
 
 
-def timing_sweep(kind: str, kwargs: dict[str, Any], sizes: list[int], repeats: int = 2, seed: int = 0,
+def timing_sweep(kind: str, kwargs: dict[str, Any], sizes: list[int], repeats: int = 3, seed: int = 0,
                  mem_cap_gb: float = 1.5, nn: float = 1.0, timeout_s: float = 600) -> list[dict[str, Any]]:
     """One model's sweep in a fresh subprocess (see :func:`timing_sweeps`)."""
     return timing_sweeps([make_spec(kind, kwargs, sizes, repeats, seed, mem_cap_gb, nn)], timeout_s)[0]

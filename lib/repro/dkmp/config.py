@@ -7,7 +7,7 @@ from typing import ClassVar
 from repro.common import BaseConfig, knob
 
 SMOKE = dict(
-    n_train_configs=20, n_atoms_train=32, n_atoms_test=(64,), n_configs_test=(5,), timing_sizes=(200, 400),
+    n_train_configs=20, n_atoms_train=(32, 48), n_atoms_test=(64,), n_configs_test=(5,), timing_sizes=(200, 400),
     dense_max_atoms=400, hidden=8, train_steps=20, md_steps=50, refresh_every=10, n_seeds=1,
 )
 
@@ -24,7 +24,9 @@ class Config(BaseConfig):
 
     # data
     n_train_configs: int = knob(200, ge=2, le=5000, doc="training configurations (one Langevin trajectory)")
-    n_atoms_train: int = knob(64, ge=8, le=4096, doc="atoms per training cluster")
+    n_atoms_train: tuple[int, ...] = knob((64, 96, 128), ge=8, le=4096, min_len=1,
+                                          doc="atoms per training cluster: a mix of sizes, the configurations "
+                                              "split evenly among them")
     n_atoms_test: tuple[int, ...] = knob((256, 1024), ge=8, le=32768, min_len=1,
                                          doc="atoms per held-out cluster; the first is the main test set")
     n_configs_test: tuple[int, ...] = knob((50, 10), ge=1, le=1000, min_len=1,
@@ -42,7 +44,8 @@ class Config(BaseConfig):
     n_local: int = knob(1, ge=1, le=4, doc="local (radius-graph) layers of DKMP")
     n_star: int = knob(2, ge=0, le=4, doc="dilated star layers of DKMP")
     r_local: float = knob(2.5, gt=0.5, le=10, doc="cutoff of the local layers and of SchNet-local (σ)")
-    s1: float = knob(2.7, gt=0.5, le=20, doc="region scale s_1 of the first star layer (σ)")
+    s1: float = knob(1.35, gt=0.5, le=20, doc="region scale s_1 of the first star layer (σ); the card's 2.7 "
+                                               "gives one centre per training cluster, see Setting")
     dilation: float = knob(2.0, ge=1, le=4, doc="dilation d: s_l = s_1 d^(l-1)")
     r_max: float = knob(8.0, gt=0.5, le=20, doc="cutoff of SchNet-wide = interaction range R_max (σ)")
     # training
@@ -60,6 +63,9 @@ class Config(BaseConfig):
                                         f"got {list(self.n_configs_test)}")
         if list(self.timing_sizes) != sorted(set(self.timing_sizes)):
             self.fail("timing_sizes", f"must be strictly increasing; got {list(self.timing_sizes)}")
+        if self.n_train_configs < 2 * len(self.n_atoms_train):
+            self.fail("n_train_configs", f"needs >= 2 per training size ({len(self.n_atoms_train)} sizes); "
+                                         f"got {self.n_train_configs}")
         if self.refresh_every > self.md_steps:
             self.fail("refresh_every", f"must be <= md_steps ({self.md_steps}); got {self.refresh_every}")
         if self.r_max <= self.r_local:

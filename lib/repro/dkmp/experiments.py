@@ -2,13 +2,14 @@
 
 * :func:`make_data` — training and held-out clusters (Langevin, exact labels), with the card's sanity gate on
   the tail share of the force variance (raise k_Y and record it if the share is below 5%).
-* :func:`make_model`, :func:`train_models` — DKMP, DKMP-nodilation, SchNet-local, SchNet-wide, each for every
+* :func:`make_model`, :func:`train_models` — DKMP, DKMP-nodilation, DKMP-nostar (the star-layer ablation),
+  SchNet-local, SchNet-wide, each for every
   seed, cached under ``data/cache/dkmp/`` keyed by a hash of the config and the library's source.
 * :func:`evaluate_models` — energy/force errors on the held-out sets; :func:`truncated_reference` — the
   exact potential cut at 2.5 σ (a reference line, not a floor).
 * :func:`timing_study` — C3, every model in its own subprocess (:mod:`.bench`).
 * :func:`md_study` — C5, NVE runs with the learned DKMP and with the reference potential.
-* ``claim_c1`` … ``claim_c6`` — each claim's numbers and whether the card's threshold is met.
+* The claims and controls are decided in :mod:`.verdicts`.
 
 Seeding: the data come from ``cfg.seed`` (streams ``[seed, 15, N, chain]``, see :mod:`.simulate`); training
 seed k of a run uses ``1000·cfg.seed + k`` for the initialisation and the batch order, so the seeds of a
@@ -28,35 +29,27 @@ import pandas as pd
 import torch
 
 from repro.common.paths import cache_dir
-from repro.common.stats import loglog_slope
 
 from .analysis import density, energy_deviation, max_excursion, radius_of_gyration, rdf, rdf_l1
 from .bench import make_spec, timing_sweeps
 from .models import DKMP, EnergyModel, SchNet, n_params
+from .neighbors import poisson_disk_centres
 from .potentials import Potential, force_tail_fraction, lj_tail_full
 from .simulate import DT, T_SAMPLE, MDResult, maxwell_boltzmann, sample_dataset, velocity_verlet
 from .train import fit, metrics, predict, to_dataset
+from .verdicts import THRESHOLDS
 
 __all__ = [
-    "MODELS", "THRESHOLDS", "model_spec", "make_model", "make_data", "train_models", "evaluate_models",
-    "truncated_reference", "timing_study", "md_study", "LearnedPotential",
-    "claim_c1", "claim_c2", "claim_c3", "claim_c4", "claim_c5", "claim_c6",
+    "MODELS", "CLAIM_MODELS", "TIMED", "THRESHOLDS", "model_spec", "make_model", "make_data", "train_models",
+    "evaluate_models", "set_label", "star_centres", "truncated_reference", "timing_sizes", "timing_study",
+    "time_ratios", "md_study", "LearnedPotential",
 ]
 
-MODELS = ("DKMP", "DKMP-nodilation", "SchNet-local", "SchNet-wide")
+MODELS = ("DKMP", "DKMP-nodilation", "DKMP-nostar", "SchNet-local", "SchNet-wide")
+#: the models the claims compare (DKMP-nostar is the star-layer ablation)
+CLAIM_MODELS = ("DKMP", "DKMP-nodilation", "SchNet-local", "SchNet-wide")
 N_RBF = 16
 
-#: thresholds exactly as in the card (never loosened)
-THRESHOLDS = {
-    "gate_tail_share": 0.05,
-    "C1_ratio": 0.8, "C1_param_tol": 0.15,
-    "C2_ratio": 1.3,
-    "C3_edge_ratio": 1.3, "C3_slope": (0.85, 1.2), "C3_slope_min_n": 2000, "C3_speedup": 5.0, "C3_memratio": 5.0,
-    "C4_ratio": 1.5,
-    "C5_excursion": 3.0, "C5_energy": 0.1, "C5_rdf_l1": 0.15, "C5_rdf_range": (0.8, 4.0), "C5_rdf_bin": 0.05,
-    "C5_steps": 2000,
-    "C6_min_frac": 2 / 3,
-}
 SRC = Path(__file__).parent
 
 
@@ -81,6 +74,9 @@ def model_spec(name: str, cfg) -> tuple[str, dict[str, Any]]:
     if name == "DKMP-nodilation":
         return "dkmp", dict(hidden=cfg.hidden, n_local=cfg.n_local, n_star=cfg.n_star, r_local=cfg.r_local,
                             s1=cfg.s1, dilation=1.0, n_rbf=N_RBF)
+    if name == "DKMP-nostar":
+        return "dkmp", dict(hidden=cfg.hidden, n_local=cfg.n_local, n_star=0, r_local=cfg.r_local,
+                            s1=cfg.s1, dilation=cfg.dilation, n_rbf=N_RBF)
     if name == "SchNet-local":
         return "schnet", dict(hidden=cfg.hidden, n_layers=depth, cutoff=cfg.r_local, n_rbf=N_RBF)
     if name == "SchNet-wide":
@@ -102,51 +98,78 @@ def make_model(name: str, cfg, seed: int = 0) -> EnergyModel:
 DATA_FIELDS = ("n_train_configs", "n_atoms_train", "n_atoms_test", "n_configs_test", "k_Y", "lam", "jitter")
 
 
+def _split(total: int, parts: int) -> list[int]:
+    return [total // parts + (k < total % parts) for k in range(parts)]
+
+
+def _join(parts: list[dict[str, np.ndarray]]) -> dict[str, Any]:
+    """Clusters of several sizes as one list-based set (pos, species, F lists; E array)."""
+    return {"pos": [p for d in parts for p in d["pos"]], "species": [p for d in parts for p in d["species"]],
+            "F": [p for d in parts for p in d["F"]], "E": np.concatenate([d["E"] for d in parts])}
+
+
+def _sample_mixed(cfg, n_configs: int, seed: int, pot: Potential) -> list[dict[str, np.ndarray]]:
+    return [sample_dataset(c, n, seed, pot, jitter=cfg.jitter)
+            for n, c in zip(cfg.n_atoms_train, _split(n_configs, len(cfg.n_atoms_train)))]
+
+
 def make_data(cfg, use_cache: bool = True) -> dict[str, Any]:
-    """Training set (N = n_atoms_train), a same-size held-out set, and the test sets of ``n_atoms_test``.
+    """Training set (clusters of the sizes ``n_atoms_train``, configurations split evenly), a held-out set of
+    the same sizes, and the test sets of ``n_atoms_test``. ``data["train"]``, ``data["holdout"]`` are
+    list-based (mixed sizes); ``data[f"train@{n}"]`` etc. are the per-size parts; ``data[f"test{n}"]``.
 
     Sanity gate (card): the tail share f of the training force variance must be ≥ 5%; if it is not, k_Y is
     raised to 1.5× and then 2.25× its value and the data regenerated; the first k_Y that passes is used. If
     none does, the configured k_Y is kept and the failed gate is recorded. ``gate`` logs every attempt.
+    ``tail_shares`` gives f for every set (training, held-out, tests).
     """
-    key = _hash({f: getattr(cfg, f) for f in DATA_FIELDS} | {"seed": cfg.seed},
+    key = _hash({f: getattr(cfg, f) for f in DATA_FIELDS} | {"seed": cfg.seed, "driver": DRIVER_VERSION},
                 ("simulate.py", "potentials.py", "_kernels.cpp"))
     path = cache_dir("dkmp") / f"data-{key}.npz"
     if use_cache and path.exists():
         with np.load(path, allow_pickle=False) as z:
             out = json.loads(str(z["meta"]))
-            for name in out["sets"]:
+            for name in out["parts"]:
                 out[name] = {k: z[f"{name}/{k}"] for k in ("pos", "species", "E", "F")}
-            return out
-    gate = []
-    for kY in (cfg.k_Y, 1.5 * cfg.k_Y, 2.25 * cfg.k_Y):
-        pot = Potential(kY=kY, lam=cfg.lam)
-        train = sample_dataset(cfg.n_train_configs, cfg.n_atoms_train, cfg.seed, pot, jitter=cfg.jitter)
-        f = force_tail_fraction(list(train["pos"]), list(train["species"]), cfg.r_local, kY=kY, lam=cfg.lam)
-        gate.append({"k_Y": kY, "tail_share": f})
-        if f >= THRESHOLDS["gate_tail_share"]:
-            break
-    passed = f >= THRESHOLDS["gate_tail_share"]
-    if not passed:  # raising k_Y did not help: keep the configured value, record the failed gate
-        kY = cfg.k_Y
-        pot = Potential(kY=kY, lam=cfg.lam)
-        train = sample_dataset(cfg.n_train_configs, cfg.n_atoms_train, cfg.seed, pot, jitter=cfg.jitter)
-        f = gate[0]["tail_share"]
-    out: dict[str, Any] = {"k_Y": kY, "tail_share": f, "gate": gate, "gate_passed": bool(passed)}
-    out["train"] = train
-    # a held-out set at the training size, from an independent stream (seed + 7919)
-    out["holdout"] = sample_dataset(cfg.n_configs_test[0], cfg.n_atoms_train, cfg.seed + 7919, pot, jitter=cfg.jitter)
-    names = ["train", "holdout"]
-    for n, c in zip(cfg.n_atoms_test, cfg.n_configs_test):
-        out[f"test{n}"] = sample_dataset(c, n, cfg.seed, pot, jitter=cfg.jitter)
-        names.append(f"test{n}")
-    out["sets"] = names
-    if use_cache:
-        arrays = {f"{name}/{k}": out[name][k] for name in names for k in ("pos", "species", "E", "F")}
-        meta = {k: out[k] for k in ("k_Y", "tail_share", "gate", "gate_passed", "sets")}
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, meta=json.dumps(meta), **arrays)
-        tmp.replace(path)
+    else:
+        gate = []
+        for kY in (cfg.k_Y, 1.5 * cfg.k_Y, 2.25 * cfg.k_Y):
+            pot = Potential(kY=kY, lam=cfg.lam)
+            train = _sample_mixed(cfg, cfg.n_train_configs, cfg.seed, pot)
+            j = _join(train)
+            f = force_tail_fraction(j["pos"], j["species"], cfg.r_local, kY=kY, lam=cfg.lam)
+            gate.append({"k_Y": kY, "tail_share": f})
+            if f >= THRESHOLDS["gate_tail_share"]:
+                break
+        passed = f >= THRESHOLDS["gate_tail_share"]
+        if not passed:  # raising k_Y did not help: keep the configured value, record the failed gate
+            kY = cfg.k_Y
+            pot = Potential(kY=kY, lam=cfg.lam)
+            train = _sample_mixed(cfg, cfg.n_train_configs, cfg.seed, pot)
+            f = gate[0]["tail_share"]
+        out: dict[str, Any] = {"k_Y": kY, "tail_share": f, "gate": gate, "gate_passed": bool(passed)}
+        parts = []
+        # held-out clusters of the training sizes, from an independent stream (seed + 7919)
+        hold = _sample_mixed(cfg, max(cfg.n_configs_test[0], 2 * len(cfg.n_atoms_train)), cfg.seed + 7919, pot)
+        for n, dt, dh in zip(cfg.n_atoms_train, train, hold):
+            out[f"train@{n}"], out[f"holdout@{n}"] = dt, dh
+            parts += [f"train@{n}", f"holdout@{n}"]
+        for n, c in zip(cfg.n_atoms_test, cfg.n_configs_test):
+            out[f"test{n}"] = sample_dataset(c, n, cfg.seed, pot, jitter=cfg.jitter)
+            parts.append(f"test{n}")
+        out["parts"] = parts
+        out["tail_shares"] = {}
+        if use_cache:
+            arrays = {f"{name}/{k}": out[name][k] for name in parts for k in ("pos", "species", "E", "F")}
+            meta = {k: out[k] for k in ("k_Y", "tail_share", "gate", "gate_passed", "parts")}
+            tmp = path.with_suffix(".tmp.npz")
+            np.savez(tmp, meta=json.dumps(meta), **arrays)
+            tmp.replace(path)
+    out["train"] = _join([out[f"train@{n}"] for n in cfg.n_atoms_train])
+    out["holdout"] = _join([out[f"holdout@{n}"] for n in cfg.n_atoms_train])
+    out["sets"] = ["train", "holdout"] + [f"test{n}" for n in cfg.n_atoms_test]
+    out["tail_shares"] = {s: force_tail_fraction(list(out[s]["pos"]), list(out[s]["species"]), cfg.r_local,
+                                                 kY=out["k_Y"], lam=cfg.lam) for s in out["sets"]}
     return out
 
 
@@ -154,20 +177,24 @@ def make_data(cfg, use_cache: bool = True) -> dict[str, Any]:
 
 TRAIN_FIELDS = DATA_FIELDS + ("hidden", "n_local", "n_star", "r_local", "s1", "dilation", "r_max",
                               "train_steps", "lr", "force_weight")
-SOURCES = ("models.py", "train.py", "simulate.py", "potentials.py", "neighbors.py", "experiments.py", "_kernels.cpp")
+SOURCES = ("models.py", "train.py", "simulate.py", "potentials.py", "neighbors.py", "_kernels.cpp")
+#: bumped when the data or training drivers in this file change (the cache key hashes the files above)
+DRIVER_VERSION = 2
 
 
 def train_models(cfg, data: dict[str, Any], names: tuple[str, ...] = MODELS, use_cache: bool = True,
-                 batch: int = 2) -> dict[tuple[str, int], dict[str, Any]]:
-    """Every model × seed, trained (or loaded from the cache): {(name, k): {model, history, seconds, cached}}."""
+                 batch: int = 1) -> dict[tuple[str, int], dict[str, Any]]:
+    """Every model × seed, trained (or loaded from the cache): {(name, k): {model, history, seconds, cached}}.
+    One cluster per step (``batch=1``): with training sizes 64–128 a step sees 96 atoms on average, about the
+    card's 2 × 64."""
     import time
 
     out = {}
     for k in range(cfg.n_seeds):
         seed = 1000 * cfg.seed + k
         for name in names:
-            key = _hash({f: getattr(cfg, f) for f in TRAIN_FIELDS} | {"seed": seed, "name": name, "batch": batch},
-                        SOURCES)
+            key = _hash({f: getattr(cfg, f) for f in TRAIN_FIELDS} | {"seed": seed, "name": name, "batch": batch,
+                        "spec": model_spec(name, cfg), "driver": DRIVER_VERSION}, SOURCES)
             path = cache_dir("dkmp") / f"{name}-{key}.pt"
             model = make_model(name, cfg, seed)
             if use_cache and path.exists():
@@ -194,6 +221,25 @@ def _evaluable(name: str, n_atoms: int, cfg) -> bool:
     return name != "SchNet-wide" or n_atoms <= cfg.dense_max_atoms
 
 
+def set_label(d: dict[str, Any]) -> str:
+    """"64" for one size, "64–128" for a mix."""
+    ns = sorted({len(p) for p in d["pos"]})
+    return str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
+
+
+def star_centres(cfg, data: dict[str, Any], set_name: str = "train") -> pd.DataFrame:
+    """Centres per cluster of every star layer of DKMP (and of the no-dilation ablation) over a set."""
+    rows = []
+    for name in ("DKMP", "DKMP-nodilation"):
+        _, kw = model_spec(name, cfg)
+        scales = [kw["s1"] * kw["dilation"] ** l for l in range(kw["n_star"])]
+        for c, p in enumerate(data[set_name]["pos"]):
+            for l, s_ in enumerate(scales):
+                rows.append({"model": name, "cluster": c, "n_atoms": len(p), "layer": l + 1, "scale": s_,
+                             "centres": len(poisson_disk_centres(p, s_))})
+    return pd.DataFrame(rows)
+
+
 def evaluate_models(cfg, data: dict[str, Any], trained: dict):
     """Errors of every trained model on every held-out set → (DataFrame, parity dict of seed-0 forces on
     the main test set)."""
@@ -204,15 +250,16 @@ def evaluate_models(cfg, data: dict[str, Any], trained: dict):
         model = item["model"]
         for s in sets:
             d = data[s]
-            n = d["pos"].shape[1]
+            n = max(len(p) for p in d["pos"])
             if not _evaluable(name, n, cfg):
                 continue
             ds = to_dataset(model, d)
             E_pred, F_pred = predict(model, ds)
             m = metrics(E_pred, F_pred, ds.E, ds.F)
-            rows.append({"model": name, "seed": k, "set": s, "n_atoms": n, **m, "params": n_params(model)})
+            rows.append({"model": name, "seed": k, "set": s, "n_atoms": set_label(d), **m,
+                         "params": n_params(model)})
             if k == 0 and s == main:
-                parity[name] = (F_pred.reshape(-1), ds.F.reshape(-1))
+                parity[name] = (np.concatenate(F_pred).reshape(-1), np.concatenate(ds.F).reshape(-1))
     return pd.DataFrame(rows), parity
 
 
@@ -225,43 +272,56 @@ def truncated_reference(data: dict[str, Any], r_cut: float, kY: float, lam: floa
         for p, sp in zip(d["pos"], d["species"]):
             _, F, _, F_far, _ = lj_tail_full(p, sp, kY=kY, lam=lam, r_split=r_cut)
             F_near.append(F - F_far)
-        F_near = np.stack(F_near)
-        num = (F_near * d["F"]).sum(-1)
-        den = np.linalg.norm(F_near, axis=-1) * np.linalg.norm(d["F"], axis=-1)
-        rows.append({"model": f"exact, cut at {r_cut:g} σ", "set": s, "n_atoms": d["pos"].shape[1],
-                     "force_mae": float(np.mean(np.abs(F_near - d["F"]))),
+        F_near, F_true = np.concatenate(F_near), np.concatenate(list(d["F"]))
+        num = (F_near * F_true).sum(-1)
+        den = np.linalg.norm(F_near, axis=-1) * np.linalg.norm(F_true, axis=-1)
+        rows.append({"model": f"exact, cut at {r_cut:g} σ", "set": s, "n_atoms": set_label(d),
+                     "force_mae": float(np.mean(np.abs(F_near - F_true))),
                      "force_cos": float(np.mean(num / np.maximum(den, 1e-30)))})
     return pd.DataFrame(rows)
 
 
 # ----------------------------------------------------------------------------- timing (C3)
 
+TIMED = ("DKMP", "DKMP (sorted)", "SchNet-local", "SchNet-wide", "All-pairs")
+
+
 def timing_sizes(cfg) -> dict[str, list[int]]:
-    """Sizes per model: DKMP and SchNet-local on the card's sizes plus the small ones; SchNet-wide on
-    N ≤ dense_max_atoms (dense_max/4, dense_max/2, the card's sizes below it, dense_max); the all-pairs
-    reference curve up to dense_max/2 (at dense_max it costs as much as SchNet-wide, which then sees almost
-    every pair anyway)."""
+    """Sizes per model: DKMP (atoms in the given order and spatially sorted) and SchNet-local on the card's
+    sizes plus the small ones; SchNet-wide on N ≤ dense_max_atoms (dense_max/4, dense_max/2, the card's sizes
+    below it, dense_max); the all-pairs reference curve up to dense_max/2."""
     small = sorted({cfg.dense_max_atoms // 4, cfg.dense_max_atoms // 2, cfg.dense_max_atoms}
                    | {s for s in cfg.timing_sizes if s <= cfg.dense_max_atoms})
     big = sorted(set(cfg.timing_sizes) | set(small))
-    return {"DKMP": big, "SchNet-local": big, "SchNet-wide": small,
+    return {"DKMP": big, "DKMP (sorted)": list(cfg.timing_sizes), "SchNet-local": big, "SchNet-wide": small,
             "All-pairs": [s for s in small if s <= cfg.dense_max_atoms // 2]}
 
 
-def timing_study(cfg, repeats: int = 2, mem_cap_gb: float = 1.5) -> pd.DataFrame:
+def timing_study(cfg, repeats: int = 3, mem_cap_gb: float = 1.5) -> pd.DataFrame:
     """C3: every model in its own forked child of one fresh one-thread subprocess; rows (model, n_atoms,
-    t_graph, t_total, edges, peak_mem, ...). DKMP and SchNet-local take the minimum of ``repeats`` runs per
-    size; the dense models, whose single run at dense_max_atoms costs seconds, one run."""
+    t_graph, t_total (median), t_min, t_max, edges, peak_mem, ...). Every size: a warm-up run at that size,
+    then the median of ``repeats`` (≥ 3) runs."""
     names, specs = [], []
     for name, sizes in timing_sizes(cfg).items():
-        kind, kw = model_spec(name, cfg)
-        reps = repeats if name in ("DKMP", "SchNet-local") else 1
+        kind, kw = model_spec(name.replace(" (sorted)", ""), cfg)
         names.append(name)
-        specs.append(make_spec(kind, kw, sizes, repeats=reps, seed=cfg.seed, mem_cap_gb=mem_cap_gb))
+        specs.append(make_spec(kind, kw, sizes, repeats=repeats, seed=cfg.seed, mem_cap_gb=mem_cap_gb,
+                               sort=name.endswith("(sorted)")))
     rows = []
     for name, rs in zip(names, timing_sweeps(specs)):
         rows += [{"model": name, **r} for r in rs]
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out["us_per_edge"] = out.t_total / out.edges * 1e6
+    return out
+
+
+def time_ratios(tim: pd.DataFrame, model: str, n0: int) -> pd.DataFrame:
+    """t(N)/t(N0) against N/N0 for one timed model: median ratio and its spread (min and max run at N over
+    the median at N0)."""
+    d = tim[(tim.model == model) & ~tim.skipped].set_index("n_atoms").sort_index()
+    t0 = float(d.loc[n0, "t_total"])
+    return pd.DataFrame({"n_ratio": d.index / n0, "t_ratio": d.t_total / t0, "lo": d.t_min / t0,
+                         "hi": d.t_max / t0, "us_per_edge": d.us_per_edge}, index=d.index)
 
 
 # ----------------------------------------------------------------------------- MD (C5)
@@ -330,91 +390,3 @@ def md_study(cfg, model: EnergyModel, data: dict[str, Any], kY: float) -> dict[s
         "drift_between_refreshes": float((run.total[-1] - run.total[0]) / (n * T_SAMPLE) - signed.sum()),
         "n_refresh": len(run.refresh_jumps),
     }
-
-
-# ----------------------------------------------------------------------------- claims
-
-def _by_seed(ev: pd.DataFrame, name: str, s: str, col: str = "force_mae") -> np.ndarray:
-    sub = ev[(ev.model == name) & (ev.set == s)].sort_values("seed")
-    return sub[col].to_numpy()
-
-
-def claim_c1(ev: pd.DataFrame, main: str, n_seeds_required: int = 3) -> dict[str, Any]:
-    """DKMP force MAE ≤ 0.8 × SchNet-local's in every seed (3/3), parameters within ±15%."""
-    a, b = _by_seed(ev, "DKMP", main), _by_seed(ev, "SchNet-local", main)
-    ratio = a / b
-    pa = int(ev[ev.model == "DKMP"].params.iloc[0])
-    pb = int(ev[ev.model == "SchNet-local"].params.iloc[0])
-    params_ok = abs(pa / pb - 1) <= THRESHOLDS["C1_param_tol"]
-    wins = int((ratio <= THRESHOLDS["C1_ratio"]).sum())
-    return {"numbers": {"force MAE DKMP": a.mean(), "force MAE SchNet-local": b.mean(),
-                        "ratio per seed": ratio.tolist(), "seeds with ratio <= 0.8": f"{wins}/{len(ratio)}",
-                        "params DKMP": pa, "params SchNet-local": pb, "param ratio": pa / pb},
-            "holds": bool(wins == len(ratio) and params_ok),
-            "decidable": len(ratio) >= n_seeds_required}
-
-
-def claim_c2(ev: pd.DataFrame, main: str) -> dict[str, Any]:
-    """Seed-mean DKMP force MAE ≤ 1.3 × SchNet-wide's."""
-    a, b = _by_seed(ev, "DKMP", main), _by_seed(ev, "SchNet-wide", main)
-    return {"numbers": {"force MAE DKMP": a.mean(), "force MAE SchNet-wide": b.mean(), "ratio": a.mean() / b.mean()},
-            "holds": bool(a.mean() <= THRESHOLDS["C2_ratio"] * b.mean())}
-
-
-def claim_c3(tim: pd.DataFrame, cfg) -> dict[str, Any]:
-    """(a) DKMP edges/atom max/min over the card's sizes ≤ 1.3; (b) log–log slope of DKMP time on N ≥ 2000
-    in [0.85, 1.2]; (c) at N = dense_max_atoms DKMP ≥ 5× faster and ≥ 5× less peak memory than SchNet-wide."""
-    dk = tim[(tim.model == "DKMP") & ~tim.skipped].set_index("n_atoms")
-    card = [n for n in cfg.timing_sizes if n in dk.index]
-    epa = dk.loc[card, "edges_per_atom"]
-    edge_ratio = float(epa.max() / epa.min())
-    fit_n = [n for n in card if n >= THRESHOLDS["C3_slope_min_n"]]
-    slope = loglog_slope(fit_n, dk.loc[fit_n, "t_total"]) if len(fit_n) >= 2 else float("nan")
-    share = float((dk.loc[fit_n, "t_graph"] / dk.loc[fit_n, "t_total"]).mean()) if fit_n else float("nan")
-    wide = tim[(tim.model == "SchNet-wide") & ~tim.skipped].set_index("n_atoms")
-    n_d = cfg.dense_max_atoms
-    speedup = float(wide.loc[n_d, "t_total"] / dk.loc[n_d, "t_total"])
-    memratio = float(wide.loc[n_d, "peak_mem"] / max(dk.loc[n_d, "peak_mem"], 1.0))
-    lo, hi = THRESHOLDS["C3_slope"]
-    ok_a = edge_ratio <= THRESHOLDS["C3_edge_ratio"]
-    ok_b = bool(lo <= slope <= hi)
-    ok_c = speedup >= THRESHOLDS["C3_speedup"] and memratio >= THRESHOLDS["C3_memratio"]
-    return {"stable": {"(a) edges/atom max/min": edge_ratio, "(a) holds": ok_a,
-                       "sizes in the slope fit": fit_n},
-            "timing": {"(b) slope": slope, "(b) graph-construction share": share, "(b) holds": ok_b,
-                       "(c) speed-up at dense_max": speedup, "(c) memory ratio at dense_max": memratio,
-                       "(c) holds": ok_c},
-            "holds": bool(ok_a and ok_b and ok_c), "decidable": len(fit_n) >= 2}
-
-
-def claim_c4(ev: pd.DataFrame, small: str, large: str) -> dict[str, Any]:
-    """DKMP's per-atom energy MAE and force MAE at the large size ≤ 1.5× its values at the small one, and
-    its degradation (large/small) smaller than SchNet-local's, for both metrics (seed means)."""
-    out, ok = {}, True
-    for col in ("energy_mae", "force_mae"):
-        d_s, d_l = _by_seed(ev, "DKMP", small, col).mean(), _by_seed(ev, "DKMP", large, col).mean()
-        l_s, l_l = _by_seed(ev, "SchNet-local", small, col).mean(), _by_seed(ev, "SchNet-local", large, col).mean()
-        out[f"{col} DKMP ratio"] = d_l / d_s
-        out[f"{col} SchNet-local ratio"] = l_l / l_s
-        ok &= bool(d_l / d_s <= THRESHOLDS["C4_ratio"] and d_l / d_s < l_l / l_s)
-    return {"numbers": out, "holds": ok}
-
-
-def claim_c5(md: dict[str, Any]) -> dict[str, Any]:
-    """No escape beyond 3 R_g(0), |E(t) − E(0)|/(N T) ≤ 0.1 at every step, g(r) L1 distance ≤ 0.15."""
-    ok = (not md["blew_up"] and md["excursion"] <= THRESHOLDS["C5_excursion"]
-          and md["energy_dev"] <= THRESHOLDS["C5_energy"] and md["rdf_l1"] <= THRESHOLDS["C5_rdf_l1"])
-    return {"numbers": {"steps run": md["steps_done"], "max excursion / Rg0": md["excursion"],
-                        "max |dE|/(N T)": md["energy_dev"], "g(r) L1": md["rdf_l1"],
-                        "max refresh jump /(N T)": md["max_jump"], "refreshes": md["n_refresh"],
-                        "reference: max |dE|/(N T)": md["energy_dev_ref"]},
-            "holds": bool(ok)}
-
-
-def claim_c6(ev: pd.DataFrame, main: str) -> dict[str, Any]:
-    """DKMP beats DKMP-nodilation on force MAE: lower seed mean and lower in ≥ 2/3 of the seeds."""
-    a, b = _by_seed(ev, "DKMP", main), _by_seed(ev, "DKMP-nodilation", main)
-    wins = int((a < b).sum())
-    return {"numbers": {"force MAE DKMP": a.mean(), "force MAE no-dilation": b.mean(),
-                        "seeds DKMP lower": f"{wins}/{len(a)}"},
-            "holds": bool(a.mean() < b.mean() and wins >= THRESHOLDS["C6_min_frac"] * len(a))}

@@ -18,7 +18,8 @@ Every model is an energy model: E = Σ_i s·MLP(h_i) + Σ_i e_ref[species_i], fo
 * :class:`SchNet` — n_layers CFConv layers at one cutoff (SchNet-local 2.5 σ, SchNet-wide 8 σ);
   ``cutoff=None`` is the all-pairs reference (every pair, no cutoff function).
 
-Graphs are built from numpy positions by the compiled kernels (:mod:`.neighbors`) and stay fixed while
+Graphs are built from numpy positions (:mod:`.neighbors`: radius graphs by scipy's cKDTree, the fastest
+builder we benchmarked; centres and star memberships by our compiled kernels) and stay fixed while
 autograd differentiates through the positions: :meth:`EnergyModel.build_graph` → :class:`Graph`.
 """
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .neighbors import pair_list, poisson_disk_centres, star_membership
+from .neighbors import poisson_disk_centres, radius_pairs, star_membership
 
 __all__ = ["RBF", "CFConv", "StarLayer", "EnergyModel", "SchNet", "DKMP", "Graph", "StarGraph", "collate",
            "n_params", "cosine_cutoff", "ssp"]
@@ -265,7 +266,7 @@ class SchNet(EnergyModel):
             i, j = np.triu_indices(n, k=1)
             i, j = i.astype(np.int64), j.astype(np.int64)
         else:
-            i, j, _ = pair_list(pos, self.cutoff)
+            i, j = radius_pairs(pos, self.cutoff)
         src, dst = _directed(i, j)
         return Graph(n, torch.zeros(n, dtype=torch.long), 1, src, dst, [], len(self.layers))
 
@@ -296,7 +297,7 @@ class DKMP(EnergyModel):
     def build_graph(self, pos: np.ndarray, centres: list[np.ndarray] | None = None) -> Graph:
         """Radius graph at r_local and one star graph per layer; ``centres`` fixes C_l (else re-selected)."""
         n = len(pos)
-        i, j, _ = pair_list(pos, self.r_local)
+        i, j = radius_pairs(pos, self.r_local)
         src, dst = _directed(i, j)
         centres = self.select_centres(pos) if centres is None else centres
         stars = []

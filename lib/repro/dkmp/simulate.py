@@ -31,8 +31,10 @@ T_SAMPLE, DT, GAMMA, BURN_IN, EVERY, JITTER, NN_DIST = 0.35, 0.002, 1.0, 3000, 5
 CHAIN_LEN = 50
 
 
-def make_cluster(n_atoms: int, rng: np.random.Generator, nn: float = NN_DIST) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (N, 3) of an fcc ball of ``n_atoms`` sites and species (N,) int64 (⌊N/2⌋ A = 0, rest B = 1)."""
+def make_cluster(n_atoms: int, rng: np.random.Generator, nn: float = NN_DIST,
+                 shuffle: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (N, 3) of an fcc ball of ``n_atoms`` sites and species (N,) int64 (⌊N/2⌋ A = 0, rest B = 1),
+    atoms in random order (``shuffle=False``: in shells from the middle outwards)."""
     if n_atoms < 1:
         raise ValueError(f"n_atoms must be >= 1; got {n_atoms}")
     a = nn * np.sqrt(2.0)  # cubic lattice constant of fcc with nearest-neighbour distance nn
@@ -48,6 +50,10 @@ def make_cluster(n_atoms: int, rng: np.random.Generator, nn: float = NN_DIST) ->
     pos = pos - pos.mean(axis=0)
     species = np.ones(n_atoms, dtype=np.int64)
     species[rng.permutation(n_atoms)[: n_atoms // 2]] = 0
+    if shuffle:  # atom order carries no geometry (as in a molecule file); shell order would make the
+        # greedy Poisson-disk selection start at the middle atom
+        p = rng.permutation(n_atoms)
+        pos, species = pos[p], species[p]
     return pos, species
 
 
