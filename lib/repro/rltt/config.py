@@ -37,7 +37,8 @@ class Config(BaseConfig):
     sft_ent_coef: float = knob(0.05, ge=0, le=1, doc="entropy bonus on the exit distribution (Ouro stage 1)")
     use_cached_sft: bool = knob(True, doc="reuse the SFT checkpoint in data/cache/rltt/ if its config matches")
     # RL (GRPO / RLTT, on-policy REINFORCE with group-normalised advantages)
-    rl_steps: int = knob(120, ge=1, le=10_000, doc="RL steps (one gradient step per batch of rollouts)")
+    rl_steps: int = knob(200, ge=1, le=10_000, doc="RL steps (one gradient step per batch of rollouts); the card's "
+                                                  "120 raised so that GRPO's gain clears seed noise (control K2)")
     prompts_per_step: int = knob(32, ge=1, le=512, doc="prompts per RL step (task A, depths 4-6); the card's 16 "
                                                         "doubled with the budget the shorter trace frees")
     group_size: int = knob(8, ge=2, le=64, doc="G: rollouts per prompt")
