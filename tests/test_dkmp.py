@@ -447,12 +447,17 @@ def _tim(slope=1.0, epa=(60, 62, 64, 66), wide_factor=10.0):
 
 def test_c3_parts_hold_and_fail():
     tim, sizes = _tim()
-    assert V.c3a(tim, sizes)["holds"] and V.c3b(tim, sizes)["holds"] and V.c3c(tim, 500)["holds"]
+    tim.loc[tim.n_atoms == 500, "n_atoms"] = 700
+    sizes = [700, 1000, 2000, 4000]
+    assert V.c3a(tim, sizes)["holds"] and V.c3b(tim, sizes)["holds"] and V.c3c(tim, 700)["holds"]
+    assert V.c3c(tim, 500)["holds"] is None  # not the card's N = 700
     tim, sizes = _tim(slope=1.5, epa=(40, 50, 60, 70), wide_factor=2.0)
-    a, b, c = V.c3a(tim, sizes), V.c3b(tim, sizes), V.c3c(tim, 500)
+    tim.loc[tim.n_atoms == 500, "n_atoms"] = 700
+    sizes = [700, 1000, 2000, 4000]
+    a, b, c = V.c3a(tim, sizes), V.c3b(tim, sizes), V.c3c(tim, 700)
     assert not a["holds"] and not b["holds"] and not c["holds"]
     assert "1.50" in b["reason"] and "1.75" in a["reason"]
-    assert V.c3b(tim, (500, 1000))["holds"] is None
+    assert V.c3b(tim, (700, 1000))["holds"] is None
 
 
 def test_c5_holds_and_fails():
