@@ -13,7 +13,7 @@ with the speed-ups and the log–log slope of every method over the sizes it ran
 fresh subprocess; before each size the process's peak RSS is reset (Linux ``/proc/self/clear_refs``), so the
 peak memory printed is that size's own, above the RSS it had with its input loaded (the clusters are
 written to a temporary folder first, so building them does not count). The O(N²)
-references stop at 8,192 atoms. Run: ``make bench NB=dkmp`` (one thread; ≈ 1 min).
+references stop at 8,192 atoms. Run: ``make bench NB=dkmp`` (one thread; a few minutes).
 
   * DKMP's force evaluation (graph + forward + forces) with the atoms in random order and spatially sorted, by
     the chapter's protocol (a warm-up run at every size, then the median of three), as t(N)/t(N0) and µs per edge.
