@@ -316,7 +316,7 @@ def test_config_profiles_and_validation():
 
 def test_claims_are_the_cards():
     assert list(CLAIMS) == ["C1", "C2", "C3a", "C3b", "C3c", "C4", "C5", "C6", "C7"]
-    assert list(CONTROLS) == ["K1", "K2"]
+    assert list(CONTROLS) == ["K1", "K2", "K3"]
 
 
 # ----------------------------------------------------------------------------- neighbour lists, timing
@@ -395,6 +395,9 @@ def test_k2_passes_and_fails():
     ev = _ev({"DKMP": [2.0, 2.2, 2.1], "SchNet-local": [3.5, 3.4, 3.6]}, main="holdout")
     out = V.k2(ev, trunc, models=models)
     assert not out["holds"] and "SchNet-local" in out["reason"]
+    wide = _ev({"SchNet-wide": [3.5, 3.4, 3.6]}, main="holdout")
+    assert not V.k2(wide, trunc, models=("SchNet-wide",))["holds"]
+    assert V.k2(wide.assign(force_mae=2.0), trunc, models=("SchNet-wide",))["holds"]
 
 
 def test_c1_holds_fails_and_needs_three_seeds():
@@ -408,6 +411,7 @@ def test_c1_holds_fails_and_needs_three_seeds():
 def test_c2_holds_and_fails_with_in_distribution_ratio():
     ev = _ev({"DKMP": [1.2, 1.3, 1.25], "SchNet-wide": [1.0, 1.1, 1.05]}, extra={"holdout": 0.5})
     out = V.c2(ev, "test256")
+    assert out["needs"] == ("K1", "K2", "K3")
     assert out["holds"] and out["numbers"]["in-distribution ratio"] == pytest.approx(out["numbers"]["ratio"])
     assert not V.c2(_ev({"DKMP": [2.0, 2.1, 2.0], "SchNet-wide": [1.0, 1.0, 1.0]}, extra={"holdout": 1}),
                     "test256")["holds"]
