@@ -38,7 +38,7 @@ $(KSTAMP): $(STAMP) $(KERNELS) setup.py
 setup: $(STAMP) $(KSTAMP)
 
 test: setup
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests --durations=12
 
 unit: setup
 	$(BIN)/python -m pytest tests --ignore=tests/test_notebooks.py
