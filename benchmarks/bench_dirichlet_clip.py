@@ -12,7 +12,6 @@ untrained, which changes no cost).
 from __future__ import annotations
 
 import os
-import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -21,17 +20,13 @@ import torch  # noqa: E402
 from torch.distributions import Dirichlet, kl_divergence  # noqa: E402
 
 from repro import dirichlet_clip as dc  # noqa: E402
+from repro.common.timing import best_cpu_time  # noqa: E402
 
 torch.set_num_threads(1)
 
 
 def cpu(fn, repeat: int = 3):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.process_time()
-        out = fn()
-        best = min(best, time.process_time() - t)
-    return best, out
+    return best_cpu_time(fn, repeat)
 
 
 def main() -> None:

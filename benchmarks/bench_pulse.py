@@ -14,7 +14,6 @@ Run: ``.venv/bin/python benchmarks/bench_pulse.py`` (single-threaded).
 from __future__ import annotations
 
 import os
-import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -22,15 +21,11 @@ import numpy as np  # noqa: E402
 from scipy.integrate import solve_ivp  # noqa: E402
 
 from repro.pulse import generators as G  # noqa: E402
+from repro.common.timing import best_cpu_time  # noqa: E402
 
 
 def cpu(fn, repeat: int = 1):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.process_time()
-        out = fn()
-        best = min(best, time.process_time() - t)
-    return best, out
+    return best_cpu_time(fn, repeat)
 
 
 def main() -> None:
