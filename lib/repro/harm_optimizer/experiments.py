@@ -1,0 +1,338 @@
+"""Training runs and measurements of chapter 09.
+
+``train_run`` trains one model with one optimizer on one dataset and measures, every ``harm_every``-th step,
+the harm of the step on its own batch (re-evaluated after the update), the full-network update norm and the
+QP's statistics; at given checkpoint steps it also computes full per-sample gradients (C2, K1, K3). Every
+optimizer of a seed starts from the same initial weights and sees the same batches (common random numbers).
+The experiment functions below call it for the chapter's comparisons.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from . import diagnostics as dg
+from . import qp
+from .config import Config
+from .data import Split, interpolate_length, load
+from .models import CNN1D, MLP, build_model
+from .optim import make_optimizer, per_sample_grads
+
+WARMUP_FRAC = 0.1   # harm averages skip the first 10 % of training (card, C1)
+
+
+def run_seed(cfg: Config, s: int) -> int:
+    """The integer seed of the s-th training seed of master seed ``cfg.seed`` (init and batch order)."""
+    return 1000 * int(cfg.seed) + int(s)
+
+
+@dataclass
+class RunResult:
+    dataset: str
+    optimizer: str
+    seed: int
+    lr: float
+    steps: int
+    variant: str = "main"
+    harm_step: list = field(default_factory=list)
+    frac_harmed: list = field(default_factory=list)
+    mean_pos: list = field(default_factory=list)
+    upd_norm: list = field(default_factory=list)
+    step_ms: list = field(default_factory=list)
+    alpha_nonzero: list = field(default_factory=list)
+    alpha_mean: list = field(default_factory=list)
+    cap_bound: int = 0
+    viol_before: int = 0
+    viol_after: int = 0
+    test_acc: float = float("nan")
+    train_loss: float = float("nan")
+    diverged: bool = False
+    checkpoints: list = field(default_factory=list)
+
+    def late(self, key: str) -> float:
+        """Mean of a measured series over the steps after the first 10 % of training."""
+        s, v = np.asarray(self.harm_step), np.asarray(getattr(self, key), float)
+        keep = s >= WARMUP_FRAC * self.steps
+        return float(v[keep].mean()) if keep.any() else float("nan")
+
+    def summary(self) -> dict:
+        return {"dataset": self.dataset, "optimizer": self.optimizer, "variant": self.variant, "seed": self.seed,
+                "lr": self.lr, "steps": self.steps, "frac_harmed": self.late("frac_harmed"),
+                "mean_pos_inc": self.late("mean_pos"), "test_acc": self.test_acc, "train_loss": self.train_loss,
+                "upd_norm_median": float(np.median(self.upd_norm)) if self.upd_norm else float("nan"),
+                "step_ms_median": float(np.median(self.step_ms)) if self.step_ms else float("nan"),
+                "alpha_nonzero": float(np.mean(self.alpha_nonzero)) if self.alpha_nonzero else float("nan"),
+                "cap_bound_frac": self.cap_bound / self.steps if self.alpha_nonzero else float("nan"),
+                "viol_before": self.viol_before, "viol_after": self.viol_after, "diverged": self.diverged}
+
+
+def cosine_lr(lr: float, t: int, total: int) -> float:
+    return lr * 0.5 * (1.0 + math.cos(math.pi * t / max(total, 1)))
+
+
+def batch_stream(n: int, batch: int, steps: int, seed: int):
+    """Indices of ``steps`` batches: a fresh permutation per epoch from a seeded ``torch.Generator`` (the
+    last incomplete batch of an epoch is dropped)."""
+    g = torch.Generator().manual_seed(int(seed) + 7_777)
+    per_epoch = n // batch
+    t = 0
+    while t < steps:
+        perm = torch.randperm(n, generator=g)
+        for k in range(per_epoch):
+            if t >= steps:
+                return
+            yield perm[k * batch:(k + 1) * batch]
+            t += 1
+
+
+@torch.no_grad()
+def evaluate(model, x, y, chunk: int = 2048) -> tuple[float, float]:
+    """(accuracy, mean cross-entropy) on a whole set."""
+    correct, loss = 0, 0.0
+    for i in range(0, len(y), chunk):
+        out = model(x[i:i + chunk])
+        correct += int((out.argmax(1) == y[i:i + chunk]).sum())
+        loss += float(F.cross_entropy(out, y[i:i + chunk], reduction="sum"))
+    return correct / len(y), loss / len(y)
+
+
+def hparams(cfg: Config, dataset: str, opt: str, lrs: dict | None = None) -> dict:
+    base = opt.replace("harm_", "")
+    lr = (lrs or {}).get((dataset, base)) or getattr(cfg, f"lr_{base}_{dataset}")
+    return {"lr": lr, "momentum": cfg.momentum,
+            "weight_decay": cfg.wd_sgdm if base == "sgdm" else cfg.wd_adamw}
+
+
+def harm_kwargs(cfg: Config, **over) -> dict:
+    kw = dict(qp_iters=cfg.qp_iters, cap=cfg.correction_cap, correction_in_state=cfg.correction_in_state)
+    kw.update(over)
+    return kw
+
+
+def train_run(split: Split, opt_name: str, seed: int, steps: int, hp: dict, batch: int, harm_every: int,
+              harm_kw: dict | None = None, checkpoint_steps=(), model=None, x_train=None, x_test=None,
+              variant: str = "main", evaluate_end: bool = True) -> RunResult:
+    """Train from ``build_model(split.name, seed)`` for ``steps`` steps of cosine-scheduled ``opt_name``."""
+    xtr = split.x_train if x_train is None else x_train
+    xte = split.x_test if x_test is None else x_test
+    model = build_model(split.name, seed) if model is None else model
+    opt = make_optimizer(opt_name, model, hp, **(harm_kw or {}) if opt_name.startswith("harm_") else {})
+    res = RunResult(split.name, opt_name, seed, hp["lr"], steps, variant)
+    cps = set(int(c) for c in checkpoint_steps)
+    params = list(model.parameters())
+    for t, idx in enumerate(batch_stream(len(split.y_train), batch, steps, seed)):
+        x, y = xtr[idx], split.y_train[idx]
+        measure = (t % harm_every == 0) or t in cps
+        if measure:
+            theta_old = torch.cat([p.detach().reshape(-1) for p in params]).clone()
+        if t in cps:
+            G = per_sample_grads(model, x, y)
+            with torch.no_grad():
+                h = model.features(x)
+                e = torch.softmax(model.head(h), 1) - F.one_hot(y, split.n_classes).float()
+                hb = qp.with_bias(h)
+        t0 = time.perf_counter()
+        info = opt.step_batch(x, y, cosine_lr(hp["lr"], t, steps))
+        res.step_ms.append(1e3 * (time.perf_counter() - t0))
+        if not torch.isfinite(info.losses).all():
+            res.diverged = True
+            break
+        if info.alpha is not None:
+            res.alpha_nonzero.append(float((info.alpha > 0).double().mean()))
+            res.alpha_mean.append(float(info.alpha.mean()))
+            res.cap_bound += int(info.cap_bound)
+            res.viol_before += info.viol_before
+            res.viol_after += info.viol_after
+        if measure:
+            with torch.no_grad():
+                after = F.cross_entropy(model(x), y, reduction="none")
+                theta_new = torch.cat([p.detach().reshape(-1) for p in params])
+            fh, mp = dg.harm_stats(info.losses, after)
+            res.harm_step.append(t)
+            res.frac_harmed.append(fh)
+            res.mean_pos.append(mp)
+            res.upd_norm.append(float(torch.linalg.vector_norm(theta_new - theta_old)))
+            if t in cps:
+                rep = dg.gram_report(G, e, hb, y)
+                rep["first_order_agree"] = dg.first_order_agreement(G, theta_old - theta_new, after - info.losses)
+                rep["step"] = t
+                res.checkpoints.append(rep)
+    if res.diverged:
+        res.test_acc, res.train_loss = 1.0 / split.n_classes, float("nan")
+    elif evaluate_end:
+        res.test_acc, _ = evaluate(model, xte, split.y_test)
+        _, res.train_loss = evaluate(model, xtr, split.y_train)
+    return res
+
+
+def steps_for(cfg: Config, split: Split) -> int:
+    return cfg.epochs(split.name) * (len(split.y_train) // cfg.batch_size)
+
+
+def checkpoint_steps(cfg: Config, steps: int) -> list[int]:
+    """``gram_checkpoints`` steps evenly spaced over the run, the first after 10 % of it."""
+    k = cfg.gram_checkpoints
+    return sorted({int(round(steps * (0.1 + 0.85 * i / max(k - 1, 1)))) for i in range(k)}) if k > 1 else [steps // 2]
+
+
+# ----------------------------------------------------------------------------- the experiments
+
+def lr_grid(cfg: Config, split: Split) -> tuple[dict, pd.DataFrame]:
+    """The card's risk note: MNIST-1D baselines under-train at the card's lrs. Each grid lr trains the
+    *baseline* once (first seed) on 80 % of the training set and is scored on the held-out 20 %; the best
+    validation accuracy wins, for X and Harm-X alike. Returns ({(dataset, opt): lr}, table)."""
+    n = len(split.y_train)
+    nv = n // 5
+    g = torch.Generator().manual_seed(run_seed(cfg, 0) + 99)
+    perm = torch.randperm(n, generator=g)
+    tr, va = perm[nv:], perm[:nv]
+    sub = Split(split.name, split.x_train[tr], split.y_train[tr], split.x_train[va], split.y_train[va])
+    steps = cfg.epochs(split.name) * (len(tr) // cfg.batch_size)
+    rows, chosen = [], {}
+    for opt, grid in (("sgdm", cfg.lr_grid_sgdm), ("adamw", cfg.lr_grid_adamw)):
+        if opt not in cfg.pairs or not grid:
+            continue
+        for lr in grid:
+            hp = hparams(cfg, split.name, opt)
+            hp["lr"] = lr
+            r = train_run(sub, opt, run_seed(cfg, 0), steps, hp, cfg.batch_size, harm_every=10 ** 9)
+            rows.append({"dataset": split.name, "optimizer": opt, "lr": lr, "val_acc": r.test_acc,
+                         "train_loss": r.train_loss})
+        best = max((r for r in rows if r["optimizer"] == opt), key=lambda r: (r["val_acc"], -r["lr"]))
+        chosen[(split.name, opt)] = best["lr"]
+    return chosen, pd.DataFrame(rows)
+
+
+def main_runs(cfg: Config, splits: dict[str, Split], lrs: dict) -> list[RunResult]:
+    """Every dataset × seed × optimizer; the baselines of the first seed carry the Gram checkpoints."""
+    runs = []
+    for name in cfg.datasets:
+        sp = splits[name]
+        steps = steps_for(cfg, sp)
+        for s in range(cfg.n_seeds):
+            for opt in cfg.optimizers:
+                cps = checkpoint_steps(cfg, steps) if (s == 0 and not opt.startswith("harm_")) else ()
+                runs.append(train_run(sp, opt, run_seed(cfg, s), steps, hparams(cfg, name, opt, lrs),
+                                      cfg.batch_size, cfg.harm_every, harm_kwargs(cfg), cps))
+    return runs
+
+
+def exact_runs(cfg: Config, split: Split) -> list[RunResult]:
+    """C3: SGDM, Harm-SGDM with the last-layer proxy and with the exact full-gradient QP, on identical
+    ``exact_steps``-step runs (digits; same init, batches and schedule)."""
+    runs = []
+    hp = hparams(cfg, split.name, "sgdm")
+    for s in range(cfg.exact_seeds):
+        for opt, kw, var in (("sgdm", None, "short"), ("harm_sgdm", harm_kwargs(cfg), "proxy"),
+                             ("harm_sgdm", harm_kwargs(cfg, mode="exact"), "exact")):
+            runs.append(train_run(split, opt, run_seed(cfg, s), cfg.exact_steps, hp, cfg.batch_size,
+                                  cfg.harm_every, kw, variant=var))
+    return runs
+
+
+def extra_baselines(cfg: Config, splits: dict[str, Split], lrs: dict, steps_factor: float = 1.0,
+                    lr_factor: dict | None = None, seeds: int = 3, variant: str = "") -> list[RunResult]:
+    """Baseline X runs with ``steps_factor`` × the steps (compute-matched, the cosine schedule stretched) or
+    with lr × ``lr_factor[(dataset, X)]`` (step-size-matched, K2)."""
+    runs = []
+    for name in cfg.datasets:
+        sp = splits[name]
+        for x in cfg.pairs:
+            f = (lr_factor or {}).get((name, x), 1.0)
+            if lr_factor is not None and (name, x) not in lr_factor:
+                continue
+            hp = hparams(cfg, name, x, lrs)
+            hp["lr"] = hp["lr"] * f
+            steps = int(round(steps_for(cfg, sp) * steps_factor))
+            for s in range(seeds):
+                runs.append(train_run(sp, x, run_seed(cfg, s), steps, hp, cfg.batch_size, cfg.harm_every,
+                                      variant=variant))
+    return runs
+
+
+def ablation_runs(cfg: Config, split: Split, lrs: dict) -> list[RunResult]:
+    """Harm-SGDM with the correction fed into the momentum buffer (the card's first design), first seed."""
+    return [train_run(split, "harm_sgdm", run_seed(cfg, 0), steps_for(cfg, split),
+                      hparams(cfg, split.name, "sgdm", lrs), cfg.batch_size, cfg.harm_every,
+                      harm_kwargs(cfg, correction_in_state=True), variant="in_state")]
+
+
+def summary_frame(runs: list[RunResult]) -> pd.DataFrame:
+    return pd.DataFrame([r.summary() for r in runs])
+
+
+def checkpoint_frame(runs: list[RunResult]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        for c in r.checkpoints:
+            rows.append({"dataset": r.dataset, "optimizer": r.optimizer, **c})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- C5: overhead
+
+TIMED = (("sgdm", {}), ("harm_sgdm", {}), ("harm_sgdm_1bw", {"correction_in_state": True}),
+         ("adamw", {}), ("harm_adamw", {}))
+
+
+def _time_steps(make_model, opt_name: str, kw: dict, x, y, hp, n: int, seed: int) -> float:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = make_model()
+    opt = make_optimizer(opt_name.replace("_1bw", ""), model, hp, **kw)
+    ts = []
+    for i in range(n + 3):
+        t0 = time.perf_counter()
+        opt.step_batch(x, y, hp["lr"] * 1e-3)   # tiny lr: timing only, the model barely moves
+        if i >= 3:
+            ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
+def timing_sweep(cfg: Config, splits: dict[str, Split]) -> pd.DataFrame:
+    """Median ms per step of each optimizer as the MLP width and the MNIST-1D input length grow (B fixed),
+    in two interleaved repeats. Measurement forwards are not part of ``step_batch``."""
+    rows = []
+    dig = splits.get("digits") or load("digits")
+    B = cfg.batch_size
+    sweeps = [("width", w, (lambda w=w: MLP(64, w)), dig.x_train[:B], dig.y_train[:B], "digits")
+              for w in cfg.widths]
+    if cfg.lengths:
+        m1 = splits.get("mnist1d") or load("mnist1d")
+        for L in cfg.lengths:
+            xl = interpolate_length(m1.x_train[:B], L)
+            sweeps.append(("length", L, (lambda: CNN1D(cfg.channels)), xl, m1.y_train[:B], "mnist1d"))
+    for rep in range(2):
+        for axis, val, mk, x, y, ds in sweeps:
+            for name, kw in TIMED:
+                base = name.replace("harm_", "").replace("_1bw", "")
+                if base not in cfg.pairs:
+                    continue
+                hp = hparams(cfg, ds, base)
+                kw2 = harm_kwargs(cfg, **kw) if name.startswith("harm") else {}
+                ms = 1e3 * _time_steps(mk, name, kw2, x, y, hp, cfg.timing_steps, run_seed(cfg, 0))
+                rows.append({"axis": axis, "size": val, "optimizer": name, "repeat": rep, "ms": ms})
+    return pd.DataFrame(rows)
+
+
+def overhead_table(timing: pd.DataFrame) -> pd.DataFrame:
+    """Per axis, size and harm variant: ms of X and Harm-X (mean of the repeats' medians), the relative
+    overhead Harm-X/X − 1, the absolute overhead, and whether the repeats agree within 10 %."""
+    rows = []
+    t = timing.pivot_table(index=["axis", "size", "optimizer"], columns="repeat", values="ms")
+    for (axis, size, opt), r in t.iterrows():
+        if not opt.startswith("harm"):
+            continue
+        base = opt.replace("harm_", "").replace("_1bw", "")
+        b = t.loc[(axis, size, base)]
+        hm, bm = float(r.mean()), float(b.mean())
+        agree = bool(max(abs(r[0] - r[1]) / r.mean(), abs(b[0] - b[1]) / b.mean()) <= 0.10)
+        rows.append({"axis": axis, "size": size, "harm": opt, "base_ms": bm, "harm_ms": hm,
+                     "overhead": hm / bm - 1, "extra_ms": hm - bm, "repeats_agree": agree})
+    return pd.DataFrame(rows)

@@ -1,0 +1,313 @@
+"""Harm-aware SGD-momentum and AdamW (card, *Method*; our reconstruction), and their plain baselines behind
+one interface: ``opt.step_batch(x, y, lr) -> StepInfo`` does the forward pass, the B-dimensional problem, the
+backward pass and the update.
+
+A step of X proposes the descent direction d_opt (θ ← θ − η d, weight decay included as X applies it).
+Harm-X solves the dual (qp.py, eq. 1) for α ≥ 0 on the last layer (``mode="proxy"``) or on the full network
+(``mode="exact"``, per-sample gradients by ``torch.func``), and moves along d = d_opt + P⁻¹Gᵀα, where Gᵀα is
+the gradient of Σ_i α_i ℓ_i — an ordinary backward pass with per-sample loss weights.
+
+Where the correction goes (``correction_in_state``):
+* ``False`` (the chapter's main variant, the card's *Controls and risks*): the correction moves the current
+  step only; the optimizer's state (momentum m, Adam's m and v) is fed the plain mean gradient ḡ. The backward
+  pass is run for the two weightings 1/B and α at once (``is_grads_batched``).
+* ``True`` (the card's first design, kept as an ablation): Harm-SGDM feeds ḡ + Gᵀα into m (ONE backward of
+  Σ(1/B + α_i)ℓ_i); Harm-AdamW feeds ḡ + s_t Gᵀα into m with s_t = (1 − β₁ᵗ)/(1 − β₁), so that the
+  correction reaches the step with unit weight, and ḡ alone into v.
+
+With α ≡ 0 both reproduce ``torch.optim.SGD(momentum, weight_decay)`` and ``torch.optim.AdamW`` (tested).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from . import qp
+
+
+@dataclass
+class StepInfo:
+    """What one step measured. ``losses`` are ℓ_i(θ_old) on the batch; QP fields are None for baselines."""
+
+    losses: torch.Tensor
+    alpha: torch.Tensor | None = None
+    cap_bound: bool = False
+    viol_before: int = 0
+    viol_after: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _head_block(head: nn.Linear, tensors: dict) -> torch.Tensor:
+    """[W | b] of a per-parameter dict (for the head's weight and bias), shape [C, d_h+1]."""
+    return torch.cat([tensors[head.weight], tensors[head.bias][:, None]], dim=1)
+
+
+def _errors(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """e_i = ∂ℓ_i/∂logits = softmax − onehot for cross-entropy."""
+    return torch.softmax(logits, dim=1) - F.one_hot(y, logits.shape[1]).to(logits.dtype)
+
+
+def per_sample_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """G ∈ R^{B×P}: the per-sample gradients of the cross-entropy, flattened in ``model.parameters()`` order
+    (``torch.func.vmap(grad)``)."""
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def loss_one(p, xi, yi):
+        out = functional_call(model, p, (xi[None],))
+        return F.cross_entropy(out, yi[None])
+
+    g = vmap(grad(loss_one), in_dims=(None, 0, 0))(params, x, y)
+    return torch.cat([g[k].reshape(x.shape[0], -1) for k in params], dim=1)
+
+
+def flat(tensors) -> torch.Tensor:
+    return torch.cat([t.reshape(-1) for t in tensors])
+
+
+class _Base:
+    """Shared plumbing: parameters, the forward pass with features, the weighted backward."""
+
+    name = "base"
+    harm = False
+
+    def __init__(self, model: nn.Module, lr: float, weight_decay: float) -> None:
+        self.model = model
+        self.params = [p for p in model.parameters()]
+        self.lr = lr
+        self.wd = weight_decay
+        self.t = 0
+
+    def _forward(self, x, y):
+        h = self.model.features(x)
+        logits = self.model.head(h)
+        losses = F.cross_entropy(logits, y, reduction="none")
+        return h, logits, losses
+
+    def _grads(self, losses: torch.Tensor, weights: torch.Tensor) -> list[torch.Tensor]:
+        """∇ Σ_i w_i ℓ_i for one weight vector [B] or several [k, B] (batched backward)."""
+        if weights.dim() == 1:
+            return list(torch.autograd.grad(losses, self.params, grad_outputs=weights))
+        return list(torch.autograd.grad(losses, self.params, grad_outputs=weights, is_grads_batched=True))
+
+
+class TorchBaseline(_Base):
+    """SGDM or AdamW from ``torch.optim`` (the methods being modified), with the chapter's step interface."""
+
+    harm = False
+
+    def __init__(self, model, kind: str, lr: float, weight_decay: float, momentum: float = 0.9,
+                 betas=(0.9, 0.999), eps: float = 1e-8) -> None:
+        super().__init__(model, lr, weight_decay)
+        self.name = kind
+        if kind == "sgdm":
+            self.opt = torch.optim.SGD(self.params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+        elif kind == "adamw":
+            self.opt = torch.optim.AdamW(self.params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        else:
+            raise ValueError(f"unknown baseline {kind!r}")
+
+    def step_batch(self, x, y, lr: float | None = None) -> StepInfo:
+        if lr is not None:
+            for g in self.opt.param_groups:
+                g["lr"] = lr
+        _, _, losses = self._forward(x, y)
+        self.opt.zero_grad(set_to_none=True)
+        losses.mean().backward()
+        self.opt.step()
+        self.t += 1
+        return StepInfo(losses.detach())
+
+
+class _Harm(_Base):
+    harm = True
+
+    def __init__(self, model, lr, weight_decay, qp_iters: int = 10, cap: float = 1.0, mode: str = "proxy",
+                 correction_in_state: bool = False, backend: str = "auto", force_zero_alpha: bool = False) -> None:
+        super().__init__(model, lr, weight_decay)
+        if mode not in ("proxy", "exact"):
+            raise ValueError(f"mode must be 'proxy' or 'exact'; got {mode!r}")
+        self.qp_iters, self.cap, self.mode = qp_iters, cap, mode
+        self.in_state = correction_in_state
+        self.backend = backend
+        self.force_zero_alpha = force_zero_alpha
+        self.head = model.head
+        idx = {id(p): i for i, p in enumerate(self.params)}
+        self._iw, self._ib = idx[id(self.head.weight)], idx[id(self.head.bias)]
+
+    def _solve(self, K, c, dnorm, gnorm):
+        B = c.shape[0]
+        if self.force_zero_alpha:
+            alpha, bound = torch.zeros(B, dtype=torch.float64), False
+        else:
+            alpha = qp.solve_nonneg_qp(K, c, self.qp_iters, backend=self.backend)
+            alpha, bound = qp.cap_correction(alpha, K, dnorm, self.cap)
+        before, after = qp.violations(c, K.double() @ alpha, gnorm, dnorm)
+        return alpha, bound, before, after
+
+    def _exact_problem(self, x, y, d_opt_flat, pinv_flat=None):
+        G = per_sample_grads(self.model, x, y)
+        GP = G if pinv_flat is None else G * pinv_flat
+        K = (GP @ G.T).double()
+        c = (G @ d_opt_flat).double()
+        return G, K, c
+
+    def _unflatten(self, v: torch.Tensor) -> list[torch.Tensor]:
+        out, i = [], 0
+        for p in self.params:
+            out.append(v[i:i + p.numel()].view_as(p))
+            i += p.numel()
+        return out
+
+
+class HarmSGDM(_Harm):
+    """Harm-SGDM (torch's convention, dampening 0): d_opt = βm + ḡ + λθ, d = d_opt + Gᵀα."""
+
+    name = "harm_sgdm"
+
+    def __init__(self, model, lr: float, momentum: float = 0.9, weight_decay: float = 0.0, **kw) -> None:
+        super().__init__(model, lr, weight_decay, **kw)
+        self.beta = momentum
+        self.buf = [torch.zeros_like(p) for p in self.params]
+
+    @torch.no_grad()
+    def _update(self, gbar, gcorr, lr):
+        b = self.beta if self.t > 0 else 0.0
+        for p, m, g, gc in zip(self.params, self.buf, gbar, gcorr):
+            m.mul_(b).add_(g).add_(p, alpha=self.wd)
+            if gc is not None and self.in_state:
+                m.add_(gc)
+            p.sub_(m, alpha=lr)
+            if gc is not None and not self.in_state:
+                p.sub_(gc, alpha=lr)
+
+    def step_batch(self, x, y, lr: float | None = None) -> StepInfo:
+        lr = self.lr if lr is None else lr
+        B = x.shape[0]
+        h, logits, losses = self._forward(x, y)
+        b = self.beta if self.t > 0 else 0.0
+        with torch.no_grad():
+            e = _errors(logits, y) / 1.0
+            hb = qp.with_bias(h)
+            if self.mode == "proxy":
+                W = torch.cat([self.head.weight, self.head.bias[:, None]], 1)
+                M = torch.cat([self.buf[self._iw], self.buf[self._ib][:, None]], 1)
+                D = b * M + self.wd * W + (e.T @ hb) / B            # head block of d_opt
+                K = qp.lastlayer_gram(e, hb).double()
+                c = qp.lastlayer_c(e, hb, D).double()
+                dnorm = float(torch.linalg.matrix_norm(D))
+                gnorm = torch.linalg.vector_norm(e, dim=1) * torch.linalg.vector_norm(hb, dim=1)
+        if self.mode == "exact":
+            gbar = self._grads(losses, torch.full((B,), 1.0 / B))
+            with torch.no_grad():
+                d_opt = flat([b * m + g + self.wd * p for m, g, p in zip(self.buf, gbar, self.params)])
+                G, K, c = self._exact_problem(x, y, d_opt)
+                dnorm = float(torch.linalg.vector_norm(d_opt))
+                gnorm = torch.linalg.vector_norm(G, dim=1)
+                alpha, bound, vb, va = self._solve(K, c, dnorm, gnorm)
+                gcorr = self._unflatten(G.T @ alpha.to(G.dtype))
+            self._update(gbar, gcorr, lr)
+        else:
+            with torch.no_grad():
+                alpha, bound, vb, va = self._solve(K, c, dnorm, gnorm)
+            a32 = alpha.to(losses.dtype)
+            if self.in_state:                                     # one backward of Σ(1/B + α_i)ℓ_i
+                u = self._grads(losses, a32 + 1.0 / B)
+                self._update(u, [None] * len(u), lr)
+            else:                                                 # ḡ and Gᵀα from one batched backward
+                both = self._grads(losses, torch.stack([torch.full((B,), 1.0 / B), a32]))
+                self._update([g[0] for g in both], [g[1] for g in both], lr)
+        self.t += 1
+        return StepInfo(losses.detach(), alpha, bound, vb, va)
+
+
+class HarmAdamW(_Harm):
+    """Harm-AdamW (own AdamW, equal to ``torch.optim.AdamW`` when α = 0): d_opt = m̂/P + λθ with
+    P = √v̂ + ε from ḡ; the P-weighted problem has K = G P⁻¹ Gᵀ, c = G d_opt, and d = d_opt + P⁻¹Gᵀα."""
+
+    name = "harm_adamw"
+
+    def __init__(self, model, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
+                 **kw) -> None:
+        super().__init__(model, lr, weight_decay, **kw)
+        self.b1, self.b2 = betas
+        self.eps = eps
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros_like(p) for p in self.params]
+
+    def _moments(self, g, i, t):
+        """m̂, P for parameter i after feeding gradient g at step t (without storing)."""
+        m = self.b1 * self.m[i] + (1 - self.b1) * g
+        v = self.b2 * self.v[i] + (1 - self.b2) * g * g
+        mhat = m / (1 - self.b1 ** t)
+        P = torch.sqrt(v / (1 - self.b2 ** t)) + self.eps
+        return mhat, P
+
+    @torch.no_grad()
+    def _update(self, gbar, gcorr, lr, t):
+        bc1, bc2 = 1 - self.b1 ** t, 1 - self.b2 ** t
+        s_t = bc1 / (1 - self.b1)
+        for i, (p, g) in enumerate(zip(self.params, gbar)):
+            gc = gcorr[i]
+            gm = g + s_t * gc if (gc is not None and self.in_state) else g
+            self.m[i].mul_(self.b1).add_(gm, alpha=1 - self.b1)
+            self.v[i].mul_(self.b2).addcmul_(g, g, value=1 - self.b2)
+            P = (self.v[i] / bc2).sqrt().add_(self.eps)
+            p.mul_(1 - lr * self.wd)
+            p.addcdiv_(self.m[i], P, value=-lr / bc1)
+            if gc is not None and not self.in_state:
+                p.addcdiv_(gc, P, value=-lr)
+
+    def step_batch(self, x, y, lr: float | None = None) -> StepInfo:
+        lr = self.lr if lr is None else lr
+        B = x.shape[0]
+        t = self.t + 1
+        h, logits, losses = self._forward(x, y)
+        if self.mode == "proxy":
+            with torch.no_grad():
+                e = _errors(logits, y)
+                hb = qp.with_bias(h)
+                gW = (e.T @ hb) / B                                   # ḡ on the head block, from the forward
+                mW, PW = self._moments(gW[:, :-1], self._iw, t)
+                mb, Pb = self._moments(gW[:, -1], self._ib, t)
+                W = torch.cat([self.head.weight, self.head.bias[:, None]], 1)
+                P = torch.cat([PW, Pb[:, None]], 1)
+                D = torch.cat([mW, mb[:, None]], 1) / P + self.wd * W
+                K = qp.lastlayer_gram(e, hb, 1.0 / P).double()
+                c = qp.lastlayer_c(e, hb, D).double()
+                dnorm = float(torch.sqrt((P * D * D).sum()))          # ‖d_opt‖_P, the metric of K
+                gnorm = torch.linalg.vector_norm(e, dim=1) * torch.linalg.vector_norm(hb, dim=1)
+                alpha, bound, vb, va = self._solve(K, c, dnorm, gnorm)
+            both = self._grads(losses, torch.stack([torch.full((B,), 1.0 / B), alpha.to(losses.dtype)]))
+            gbar, gcorr = [g[0] for g in both], [g[1] for g in both]
+        else:
+            gbar = self._grads(losses, torch.full((B,), 1.0 / B))
+            with torch.no_grad():
+                mom = [self._moments(g, i, t) for i, g in enumerate(gbar)]
+                Pf = flat([P for _, P in mom])
+                d_opt = flat([mh / P + self.wd * p for (mh, P), p in zip(mom, self.params)])
+                G, K, c = self._exact_problem(x, y, d_opt, 1.0 / Pf)
+                dnorm = float(torch.sqrt((Pf * d_opt * d_opt).sum()))
+                gnorm = torch.linalg.vector_norm(G, dim=1)
+                alpha, bound, vb, va = self._solve(K, c, dnorm, gnorm)
+                gcorr = self._unflatten(G.T @ alpha.to(G.dtype))
+        self._update(gbar, gcorr, lr, t)
+        self.t = t
+        return StepInfo(losses.detach(), alpha, bound, vb, va)
+
+
+def make_optimizer(name: str, model: nn.Module, hp: dict, **harm_kw):
+    """``name`` ∈ {sgdm, harm_sgdm, adamw, harm_adamw}; ``hp``: lr, momentum / betas, weight_decay."""
+    if name == "sgdm":
+        return TorchBaseline(model, "sgdm", hp["lr"], hp["weight_decay"], momentum=hp.get("momentum", 0.9))
+    if name == "adamw":
+        return TorchBaseline(model, "adamw", hp["lr"], hp["weight_decay"])
+    if name == "harm_sgdm":
+        return HarmSGDM(model, hp["lr"], momentum=hp.get("momentum", 0.9), weight_decay=hp["weight_decay"], **harm_kw)
+    if name == "harm_adamw":
+        return HarmAdamW(model, hp["lr"], weight_decay=hp["weight_decay"], **harm_kw)
+    raise ValueError(f"unknown optimizer {name!r}")
