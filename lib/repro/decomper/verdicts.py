@@ -1,0 +1,332 @@
+"""Chapter 16's claims and controls, and the functions that decide them from measured numbers.
+
+Every function returns the keyword arguments of :meth:`repro.common.Ledger.control` (controls: ``holds``,
+``threshold``, ``numbers``, ``reason``) or :meth:`~repro.common.Ledger.record` (claims: also ``inconclusive``
+and ``needs``), so the notebook writes ``ledger.record("C2", **verdicts.c2(...))``. Reasons are sentences
+computed from the numbers; thresholds are the card's (:data:`THRESHOLDS`), never tuned.
+
+Rules (card, and its "Controls and risks", which wins where they differ).
+
+* **K1** (compression hurts, measurably): dense test loss <= 0.8 × the unigram byte entropy of the test split; in
+  every cell a claim rests on (SVD-LLM at every ratio, every decomposition at the headline ratio) the gap
+  loss_none − loss_dense >= 0.03 nats/byte, >= 10 paired standard errors over test windows, and loss_none below
+  the unigram entropy. Needed by C2, C5, C6.
+* **K2** (the fitter works in-sample): on the calibration windows of the headline cell, refit cuts the loss gap and
+  Σ_l ‖f̂_l(ĥ_{l−1}) − h_l‖² by >= 30 % each. Needed by C2, C5, C6.
+* **K3** (the probe can see 5 points): dense >= chance + 10 points; dense − none >= 8 points; the paired standard
+  error of refit − none (the difference C3 decides on) <= 1 point. Needed by C3.
+* **K4** (the drift metric reproduces pure carry): with the residual branches of blocks 2..L zeroed and block 1
+  compressed only, ‖ĥ_L − h_L‖/δ_1 and ‖ĥ_L − h_L‖/‖Σ ε_l‖ are 1 ± 1e-5. Needed by C1a, C1b, C6.
+* **C1a**: the absolute error ‖ĥ_l − h_l‖_F increases from every block to the next (SVD-LLM, headline ratio, test).
+* **C1b**: amplification, decided on A′_L = ‖ĥ_L − h_L‖/‖Σ_l ε_l‖ > 1 (the card's A_L > 1 is the
+  triangle-inequality bound, which pure carry never exceeds; A_L is reported beside it).
+* **C2**: at the headline ratio, for each of the 3 calibration seeds, refit's gap reduction >= 15 % on the 1,024
+  headline windows *and* the paired comparison over windows says refit's loss is lower; at every ratio refit never
+  hurts: loss_refit <= loss_none + 2 paired SE. Fewer than 3 calibration seeds: inconclusive.
+* **C3**: probe accuracy refit − none >= 5 points and the paired 95 % CI over items above 0.
+* **C4**: refit's parameter count equals the uncompensated model's; affine adds exactly 2d per block (<= 0.5 %);
+  median batch-1 latency of refit <= 1.05 × none's. Inconclusive when the A/A timing (none against its own copy)
+  has a 95 % CI half-width above 2 %, and in the smoke profile (timings are not compared between runs there).
+* **C5**: the C2 gain (>= 15 % and ``better`` over windows, calibration seed 0) on >= 3 of the 4 decompositions;
+  inconclusive when fewer than 4 were run.
+* **C6**: e_L(refit) <= 0.5 × e_L(none) on the test windows; the calibration-set ratio is reported beside it.
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from repro.common import compare_paired
+from repro.common.stats import mean_ci
+
+THRESHOLDS = {
+    "K1_dense_frac": 0.8,       # dense loss <= 0.8 × unigram entropy
+    "K1_min_gap": 0.03,         # nats/byte, every claim cell
+    "K1_min_se": 10.0,          # gap >= 10 paired SE over windows
+    "K2_min_cut": 0.30,         # in-sample cut of loss gap and Σ fit error
+    "K3_above_chance": 0.10,    # dense probe accuracy >= 50 % + 10 points
+    "K3_min_drop": 0.08,        # dense − none >= 8 points
+    "K3_max_se": 0.01,          # paired SE of refit − none <= 1 point
+    "K4_tol": 1e-5,
+    "C2_min_reduction": 0.15,
+    "C2_hurt_se": 2.0,          # "never hurts": loss_refit <= loss_none + 2 SE
+    "C2_min_seeds": 3,
+    "C3_min_gain": 0.05,
+    "C4_max_latency": 1.05,
+    "C4_max_param_frac": 0.005,
+    "C4_aa_halfwidth": 0.02,
+    "C5_min_methods": 3,
+    "C5_n_methods": 4,
+    "C6_max_ratio": 0.5,
+}
+T = THRESHOLDS
+
+CLAIMS = {
+    "C1a": "Drift accumulates: with SVD-LLM at 40 % parameter reduction, the absolute error ‖ĥ_l − h_l‖_F of the "
+           "hidden states grows with the block index l.",
+    "C1b": "Drift amplifies: the error at the last block exceeds what the residual stream would carry, "
+           "A′_L = ‖ĥ_L − h_L‖_F / ‖Σ_l ε_l‖_F > 1 (ε_l the local error of block l fed the original input; the "
+           "card's A_L = ‖ĥ_L − h_L‖ / Σ_l δ_l reported beside it).",
+    "C2": "Perplexity recovery: at 40 %, Decomper (refit) reduces the test-loss gap of the same decomposition by "
+          ">= 15 % for each of 3 calibration seeds; at 20/40/60 % it never hurts.",
+    "C3": "Task accuracy: on the bracket/quote multiple-choice probe, Decomper at 40 % is >= 5 points above the "
+          "uncompensated model.",
+    "C4": "Near-zero overhead: refit keeps the parameter count of the uncompensated model, affine adds 2d per block "
+          "(<= 0.5 %); CPU forward latency within 5 %.",
+    "C5": "Generality: the C2 gain appears on top of >= 3 of the 4 decompositions (SVD, FWSVD, ASVD, SVD-LLM).",
+    "C6": "Drift suppression: the last block's relative error e_L with Decomper is <= 0.5 × without.",
+}
+
+CONTROLS = {
+    "K1": "Compression hurts, measurably: dense loss <= 0.8 × unigram entropy; in every claim cell the gap "
+          "loss_none − loss_dense >= 0.03 nats/byte and >= 10 paired SE over windows, and loss_none < unigram.",
+    "K2": "The fitter works in-sample: on the calibration windows, refit cuts the loss gap and Σ_l ‖f̂_l(ĥ_{l−1}) − "
+          "h_l‖² by >= 30 % each.",
+    "K3": "The probe can see 5 points: dense >= chance + 10 points, dense − none(40 %) >= 8 points, paired SE of "
+          "refit − none <= 1 point.",
+    "K4": "The drift metric reproduces pure carry: residual branches of blocks 2..L zeroed, block 1 compressed only: "
+          "‖ĥ_L − h_L‖/δ_1 = ‖ĥ_L − h_L‖/‖Σ ε_l‖ = 1 ± 1e-5.",
+}
+
+
+def _se(d: np.ndarray) -> float:
+    d = np.asarray(d, float)
+    return float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else float("inf")
+
+
+def gap_reduction(none: np.ndarray, fitted: np.ndarray, dense: np.ndarray) -> float:
+    """(gap_none − gap_fitted) / gap_none with gap = mean loss − mean dense loss."""
+    g = float(np.mean(none) - np.mean(dense))
+    return float((np.mean(none) - np.mean(fitted)) / g) if g != 0 else float("nan")
+
+
+# ----------------------------------------------------------------------------- controls
+
+def k1(dense: np.ndarray, unigram: float, cells: Mapping[str, np.ndarray]) -> dict:
+    """``dense``: per-window dense test loss; ``cells``: label -> per-window loss of the uncompensated model (the
+    same windows)."""
+    dense = np.asarray(dense, float)
+    dm = float(dense.mean())
+    fails = []
+    if not dm <= T["K1_dense_frac"] * unigram:
+        fails.append(f"the dense model's {dm:.3f} nats/byte is above {T['K1_dense_frac']:g} × the unigram entropy "
+                     f"{unigram:.3f} (undertrained)")
+    gaps, zs = {}, {}
+    for label, none in cells.items():
+        d = np.asarray(none, float) - dense
+        gap, se = float(d.mean()), _se(d)
+        gaps[label], zs[label] = gap, gap / se if se > 0 else float("inf")
+        if gap < T["K1_min_gap"]:
+            fails.append(f"{label}: gap {gap:.4f} < {T['K1_min_gap']:g} nats/byte")
+        elif zs[label] < T["K1_min_se"]:
+            fails.append(f"{label}: gap is only {zs[label]:.1f} paired SE")
+        if not float(np.mean(none)) < unigram:
+            fails.append(f"{label}: compressed loss {float(np.mean(none)):.3f} is not below the unigram entropy")
+    worst = min(zs, key=zs.get) if zs else None
+    return dict(holds=not fails,
+                threshold=f"dense <= {T['K1_dense_frac']:g} × unigram; per claim cell gap >= {T['K1_min_gap']:g} "
+                          f"nats/byte, >= {T['K1_min_se']:g} SE, loss_none < unigram",
+                numbers={"dense (nats/byte)": dm, "unigram entropy": unigram, "dense / unigram": dm / unigram,
+                         "smallest gap": min(gaps.values()) if gaps else float("nan"),
+                         "smallest gap / SE": zs[worst] if worst else float("nan"),
+                         "largest loss_none": max(float(np.mean(v)) for v in cells.values()) if cells else float("nan"),
+                         "cells": len(cells)},
+                reason="; ".join(fails))
+
+
+def k2(dense_cal: np.ndarray, none_cal: np.ndarray, refit_cal: np.ndarray, fit_sq_none: float,
+       fit_sq_refit: float) -> dict:
+    """Per-window calibration losses (dense, none, refit) and Σ_l ‖f̂_l(ĥ_{l−1}) − h_l‖² of none and refit."""
+    gap_cut = gap_reduction(none_cal, refit_cal, dense_cal)
+    fit_cut = 1 - fit_sq_refit / fit_sq_none if fit_sq_none > 0 else float("nan")
+    fails = [f"{name} cut by only {100 * v:.1f} %" for name, v in (("loss gap", gap_cut), ("Σ fit error", fit_cut))
+             if not v >= T["K2_min_cut"]]
+    return dict(holds=not fails, threshold=f"in-sample cuts of loss gap and Σ‖f̂_l(ĥ_(l−1)) − h_l‖² >= "
+                                          f"{100 * T['K2_min_cut']:.0f} % each",
+                numbers={"calib gap none": float(np.mean(none_cal) - np.mean(dense_cal)),
+                         "calib gap refit": float(np.mean(refit_cal) - np.mean(dense_cal)),
+                         "gap cut": gap_cut, "fit error cut": fit_cut},
+                reason="; ".join(fails) + (" on the calibration windows: the fitter itself is too weak" if fails else ""))
+
+
+def k3(dense: np.ndarray, none: np.ndarray, refit: np.ndarray) -> dict:
+    """Per-item probe correctness (0/1) of the dense, uncompensated and refit models (same items)."""
+    ad, an = float(np.mean(dense)), float(np.mean(none))
+    se = _se(np.asarray(refit, float) - np.asarray(none, float))
+    fails = []
+    if ad < 0.5 + T["K3_above_chance"]:
+        fails.append(f"dense accuracy {100 * ad:.1f} % is less than {100 * T['K3_above_chance']:.0f} points above chance")
+    if ad - an < T["K3_min_drop"]:
+        fails.append(f"compression costs only {100 * (ad - an):.1f} points (< {100 * T['K3_min_drop']:.0f})")
+    if se > T["K3_max_se"]:
+        fails.append(f"paired SE of refit − none is {100 * se:.2f} points (> {100 * T['K3_max_se']:.0f})")
+    return dict(holds=not fails,
+                threshold=f"dense >= 50 + {100 * T['K3_above_chance']:.0f} %; dense − none >= "
+                          f"{100 * T['K3_min_drop']:.0f} points; SE(refit − none) <= {100 * T['K3_max_se']:.0f} point",
+                numbers={"dense acc": ad, "none acc": an, "dense − none (points)": 100 * (ad - an),
+                         "SE refit − none (points)": 100 * se, "items": int(np.size(dense))},
+                reason="; ".join(fails))
+
+
+def k4(ratio_to_delta1: float, ratio_to_vec_sum: float) -> dict:
+    dev = max(abs(ratio_to_delta1 - 1), abs(ratio_to_vec_sum - 1))
+    return dict(holds=bool(dev <= T["K4_tol"]), threshold=f"both ratios = 1 ± {T['K4_tol']:g}",
+                numbers={"‖ĥ_L − h_L‖/δ_1": ratio_to_delta1, "‖ĥ_L − h_L‖/‖Σε‖": ratio_to_vec_sum,
+                         "largest |ratio − 1|": dev},
+                reason=f"pure carry gives ratios {ratio_to_delta1:.7f} and {ratio_to_vec_sum:.7f}, {dev:.1e} from 1: "
+                       "the drift metric does not measure what it claims")
+
+
+# ----------------------------------------------------------------------------- claims
+
+def c1a(abs_err: Sequence[float], rel_err: Sequence[float]) -> dict:
+    a, e = np.asarray(abs_err, float), np.asarray(rel_err, float)
+    steps = np.diff(a)
+    dips = [f"{l + 1}->{l + 2}" for l, s in enumerate(steps) if not s > 0]
+    holds = bool(a.size >= 2 and not dips)
+    txt = (f"the absolute error goes from {a[0]:.3g} at block 1 to {a[-1]:.3g} at block {a.size} "
+           f"({a[-1] / a[0]:.2f} ×), rising at {int((steps > 0).sum())} of {steps.size} steps"
+           + (f" (not at {', '.join(dips)})" if dips else "")
+           + f"; the relative error e_l goes from {e[0]:.3g} to {e[-1]:.3g}"
+           + (" (it falls because ‖h_l‖ grows faster than the error)" if e[-1] < e[0] else ""))
+    return dict(holds=holds, threshold="‖ĥ_l − h_l‖_F increases at every block",
+                numbers={"abs error per block": a.tolist(), "e_l per block": e.tolist(),
+                         "abs_L / abs_1": float(a[-1] / a[0]), "e_L / e_1": float(e[-1] / e[0])},
+                reason=txt, inconclusive=None if a.size >= 2 else "one block has no growth to measure",
+                needs=("K4",))
+
+
+def c1b(A_prime: float, A_L: float) -> dict:
+    holds = bool(A_prime > 1)
+    txt = (f"A′_L = {A_prime:.3f} ({'above' if holds else 'not above'} 1: the last block's error is "
+           f"{'larger' if holds else 'no larger'} than the vector sum of the local errors the residual stream would "
+           f"carry); the card's triangle-inequality ratio A_L = {A_L:.3f}")
+    return dict(holds=holds, threshold="A′_L > 1", numbers={"A′_L": A_prime, "A_L": A_L}, reason=txt, needs=("K4",))
+
+
+def c2(headline: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+       per_ratio: Mapping[float, tuple[np.ndarray, np.ndarray]]) -> dict:
+    """``headline``: per calibration seed (none, refit, dense) per-window losses on the headline windows;
+    ``per_ratio``: ratio -> (none, refit) per-window losses on the test windows (calibration seed 0)."""
+    reds, words, oks = [], [], []
+    for none, refit, dense in headline:
+        red = gap_reduction(none, refit, dense)
+        cmp = compare_paired(refit, none, higher_is_better=False)
+        reds.append(red)
+        words.append(cmp.word)
+        oks.append(bool(red >= T["C2_min_reduction"] and cmp.better))
+    hurts, excess = [], {}
+    for r, (none, refit) in sorted(per_ratio.items()):
+        d = np.asarray(refit, float) - np.asarray(none, float)
+        excess[f"{100 * r:.0f} %"] = float(d.mean() / _se(d)) if _se(d) > 0 else 0.0
+        if d.mean() > T["C2_hurt_se"] * _se(d):
+            hurts.append(f"{100 * r:.0f} %")
+    n = len(headline)
+    holds = bool(all(oks) and not hurts)
+    red_txt = ", ".join(f"{100 * x:.1f} %" for x in reds)
+    reason = (f"gap reduction at the headline ratio {red_txt} over {n} calibration seed(s) "
+              f"(needs >= {100 * T['C2_min_reduction']:.0f} % and a lower loss over windows each: "
+              f"{sum(oks)} of {n} met); refit − none in SE units per ratio: "
+              + ", ".join(f"{k} {v:+.1f}" for k, v in excess.items())
+              + (f"; refit hurts at {', '.join(hurts)}" if hurts else "; never above +2 SE"))
+    return dict(holds=holds, threshold=f"reduction >= {100 * T['C2_min_reduction']:.0f} % and better over windows for "
+                                       f"each of {T['C2_min_seeds']} calib seeds; loss_refit <= loss_none + 2 SE at "
+                                       "every ratio",
+                numbers={"gap reduction per calib seed": reds, "comparison per seed": words,
+                         "refit − none (SE) per ratio": excess},
+                reason=reason,
+                inconclusive=(f"only {n} calibration seed(s); the card asks for {T['C2_min_seeds']}"
+                              if n < T["C2_min_seeds"] else None),
+                needs=("K1", "K2"))
+
+
+def c3(refit: np.ndarray, none: np.ndarray) -> dict:
+    cmp = compare_paired(refit, none)
+    gain = cmp.mean_diff
+    holds = bool(gain >= T["C3_min_gain"] and cmp.better)
+    return dict(holds=holds, threshold=f"refit − none >= {100 * T['C3_min_gain']:.0f} points and paired CI > 0",
+                numbers={"refit acc": float(np.mean(refit)), "none acc": float(np.mean(none)),
+                         "refit − none (points)": 100 * gain,
+                         "diff ci95 (points)": [100 * cmp.ci_lo, 100 * cmp.ci_hi], "comparison": cmp.word},
+                reason=f"refit − none = {100 * gain:+.2f} points, 95 % CI [{100 * cmp.ci_lo:+.2f}, "
+                       f"{100 * cmp.ci_hi:+.2f}] ({cmp.word}), against the card's {100 * T['C3_min_gain']:.0f} points",
+                needs=("K3",))
+
+
+def _log_ratio_ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Mean of log(a/b) over matched runs and its 95 % CI half-width."""
+    lr = np.log(np.asarray(a, float) / np.asarray(b, float))
+    m, h = mean_ci(lr)
+    return float(m), float(h)
+
+
+def c4(params: Mapping[str, int], d_model: int, n_layers: int, lat: Mapping[str, np.ndarray],
+       smoke: bool = False) -> dict:
+    """``params``: model -> parameter count (keys none, refit, optionally affine); ``lat``: model -> matched
+    per-run seconds (keys none, refit, 'none (A/A copy)')."""
+    fails = []
+    if params["refit"] != params["none"]:
+        fails.append(f"refit has {params['refit'] - params['none']:+d} parameters")
+    nums = {"params none": params["none"], "params refit": params["refit"]}
+    if "affine" in params:
+        extra = params["affine"] - params["none"]
+        frac = extra / params["none"]
+        nums.update({"params affine": params["affine"], "affine extra": extra, "affine extra frac": frac})
+        if extra != 2 * d_model * n_layers or frac > T["C4_max_param_frac"]:
+            fails.append(f"affine adds {extra} parameters ({100 * frac:.2f} %; expected 2d·L = "
+                         f"{2 * d_model * n_layers})")
+    med = {k: float(np.median(v)) for k, v in lat.items()}
+    ratio = med["refit"] / med["none"]
+    m_aa, h_aa = _log_ratio_ci(lat["none (A/A copy)"], lat["none"])
+    m_rn, h_rn = _log_ratio_ci(lat["refit"], lat["none"])
+    nums.update({"median none": f"{1e3 * med['none']:.3f} ms", "median refit": f"{1e3 * med['refit']:.3f} ms",
+                 "latency refit/none": f"{ratio:.3f} ×",
+                 "A/A ratio ci95 half-width": f"{100 * h_aa:.1f} %",
+                 "refit/none log-ratio": f"{100 * m_rn:+.1f} ± {100 * h_rn:.1f} %"})
+    if ratio > T["C4_max_latency"]:
+        fails.append(f"refit's median latency is {ratio:.3f} × none's")
+    param_fail = any("parameters" in f for f in fails)
+    inconclusive = None
+    if smoke:
+        inconclusive = "smoke profile: a few timings of a tiny model are noise (and kept out of the determinism check)"
+    elif h_aa > T["C4_aa_halfwidth"] and not param_fail:
+        inconclusive = (f"the A/A timing (none against its own copy) has a 95 % CI half-width of {100 * h_aa:.1f} % "
+                        f"(> {100 * T['C4_aa_halfwidth']:.0f} %): the machine cannot resolve 5 %")
+    return dict(holds=not fails,
+                threshold=f"params refit = none; affine = none + 2d·L (<= {100 * T['C4_max_param_frac']:.1f} %); "
+                          f"median latency refit <= {T['C4_max_latency']:.2f} × none",
+                numbers=nums,
+                reason=("; ".join(fails) if fails else
+                        f"refit has exactly the uncompensated parameter count and {ratio:.3f} × its median latency"),
+                inconclusive=inconclusive)
+
+
+def c5(per_method: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dict:
+    """method -> (none, refit, dense) per-window test losses at the headline ratio (calibration seed 0)."""
+    ok, reds = {}, {}
+    for m, (none, refit, dense) in per_method.items():
+        reds[m] = gap_reduction(none, refit, dense)
+        ok[m] = bool(reds[m] >= T["C2_min_reduction"] and compare_paired(refit, none, higher_is_better=False).better)
+    count = sum(ok.values())
+    holds = count >= T["C5_min_methods"]
+    return dict(holds=holds, threshold=f"C2's gain (>= {100 * T['C2_min_reduction']:.0f} %, better over windows) on "
+                                       f">= {T['C5_min_methods']} of {T['C5_n_methods']} decompositions",
+                numbers={"gap reduction": reds, "gain seen": ok, "count": f"{count} of {len(ok)}"},
+                reason=f"the gain appears on {count} of {len(ok)} decompositions ("
+                       + ", ".join(f"{m} {100 * r:.1f} %" for m, r in reds.items()) + ")",
+                inconclusive=(f"only {len(ok)} decompositions run; the card compares {T['C5_n_methods']}"
+                              if len(ok) < T["C5_n_methods"] else None),
+                needs=("K1", "K2"))
+
+
+def c6(eL_refit: float, eL_none: float, eL_refit_cal: float, eL_none_cal: float) -> dict:
+    ratio, ratio_cal = eL_refit / eL_none, eL_refit_cal / eL_none_cal
+    holds = bool(ratio <= T["C6_max_ratio"])
+    return dict(holds=holds, threshold=f"e_L(refit) <= {T['C6_max_ratio']:g} × e_L(none) on the test windows",
+                numbers={"e_L none": eL_none, "e_L refit": eL_refit, "ratio (test)": ratio,
+                         "ratio (calibration)": ratio_cal},
+                reason=f"Decomper leaves {ratio:.2f} × the uncompensated final-block relative error on the test windows "
+                       f"({ratio_cal:.2f} × on the calibration windows it was fitted on)",
+                needs=("K1", "K2", "K4"))
