@@ -5,6 +5,9 @@
 #   make run NB=rose_sosmd ARGS="-p seed 3"
 #   make sweep NB=rose_sosmd SEEDS=0-4 JOBS=2 [SCHEDULER=tcp://host:8786]
 #   make bench [NB=rose_sosmd]     compiled kernels vs their references
+#   make assign [NB=fmss]          student notebook + autograder zip per chapter -> _build/assign/<slug>/
+#   make grade NB=fmss DIR=submissions/ [OUT=grades.csv]   grade student notebooks locally (no Docker) -> CSV
+#   make lab                       JupyterLab (its own .venv-lab) on notebooks/, kernel = .venv's python, offline
 SHELL := /bin/bash
 PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -18,11 +21,16 @@ JOBS ?= 2
 SCHEDULER ?=
 NB ?=
 ARGS ?=
+DIR ?=
+OUT ?=
+LAB_VENV := .venv-lab
+LAB_STAMP := $(LAB_VENV)/.installed
+LAB_ARGS ?=
 export OMP_NUM_THREADS ?= 1
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup test unit book robustness run sweep bench clean distclean
+.PHONY: setup test unit book robustness run sweep bench assign grade lab clean distclean
 
 $(STAMP): requirements.txt pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -61,8 +69,30 @@ bench: setup
 	@set -e; for b in $(if $(NB),benchmarks/bench_$(NB).py,benchmarks/bench_*.py); do \
 		echo "== $$b"; $(BIN)/python $$b; done
 
+# Auto-checked exercises (exercises/NN_slug.ipynb, otter-assign format; see CONTRIBUTING and book/course.md).
+assign: setup
+	@$(BIN)/python -m repro.common.exercises assign $(NB)
+
+grade: setup
+	@test -n "$(NB)" -a -n "$(DIR)" || { echo "usage: make grade NB=<slug> DIR=submissions/ [OUT=grades.csv]"; exit 2; }
+	@$(BIN)/python -m repro.common.exercises grade $(NB) "$(DIR)" $(if $(OUT),--out "$(OUT)")
+
+# JupyterLab lives in its own environment (requirements-lab.txt: it would add rfc3987-syntax's 1 s import to every
+# nbformat user in .venv); its only kernel is .venv's python, so notebooks run exactly as papermill runs them.
+$(LAB_STAMP): requirements-lab.txt requirements.txt $(STAMP)
+	@test -x $(LAB_VENV)/bin/python || $(PY) -m venv $(LAB_VENV)
+	$(LAB_VENV)/bin/python -m pip install -q pip==26.3
+	$(LAB_VENV)/bin/python -m pip install -q -r requirements-lab.txt
+	$(BIN)/python -m ipykernel install --prefix $(LAB_VENV) --name python3 --display-name "Python 3 (repro .venv)" >/dev/null
+	@touch $@
+
+lab: setup $(LAB_STAMP)
+	$(LAB_VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
+		--LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
+		--LabApp.extension_manager=readonly $(LAB_ARGS)
+
 clean:
 	rm -rf _build build results lib/repro/*/_kernels*.so lib/*.egg-info $(KSTAMP)
 
 distclean: clean
-	rm -rf $(VENV) data/cache
+	rm -rf $(VENV) $(LAB_VENV) data/cache
