@@ -1,0 +1,153 @@
+"""Baselines on the same instances: multistart SLSQP (the reference, a stand-in for IPOPT), PGD with an exact
+(non-convex) projection, a first-order penalty / augmented-Lagrangian method in x-space, and the Shor SDP
+relaxation (a certified lower bound on the global optimum).
+
+SLSQP gets analytic gradients and constraint Jacobians, vectorised over the m constraints (card pitfall: a
+per-constraint Python loop, or finite differences, inflate SLSQP's time and flatter Hom-PGD).
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.optimize import minimize
+
+from .problems import Instances, QCQPFamily
+
+TOL = 1e-5
+
+
+@dataclass
+class SLSQPResult:
+    """Best of ``starts`` SLSQP runs on one instance: x, f, max violation, every start's (f, viol, seconds)."""
+
+    x: np.ndarray
+    f: float
+    viol: float
+    f_starts: np.ndarray
+    viol_starts: np.ndarray
+    sec_starts: np.ndarray
+
+
+def max_violation(family: QCQPFamily, x: np.ndarray, s: np.ndarray) -> float:
+    g = family.np_constraints(x, s)
+    return float(max(0.0, g.max(), np.abs(x).max() - family.box, np.linalg.norm(x) - family.radius))
+
+
+def slsqp_single(family: QCQPFamily, Q: np.ndarray, p: np.ndarray, s: np.ndarray, x0: np.ndarray,
+                 analytic: bool = True, ftol: float = 1e-8, maxiter: int = 200) -> tuple[np.ndarray, float]:
+    """One SLSQP run from x0; returns (x, seconds). ``analytic=False`` lets scipy difference the Jacobians."""
+    fun = lambda x: 0.5 * x @ Q @ x + p @ x                      # noqa: E731
+    jac = lambda x: Q @ x + p                                      # noqa: E731
+    g = lambda x: -family.np_constraints(x, s)                     # SLSQP wants c(x) >= 0
+    gj = lambda x: -family.np_jac_constraints(x)                   # noqa: E731
+    R2 = family.radius ** 2
+    ball = lambda x: np.array([R2 - x @ x])                        # noqa: E731
+    ballj = lambda x: -2 * x[None, :]                              # noqa: E731
+    cons = [{"type": "ineq", "fun": g, "jac": gj}, {"type": "ineq", "fun": ball, "jac": ballj}] if analytic else \
+        [{"type": "ineq", "fun": g}, {"type": "ineq", "fun": ball}]
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = minimize(fun, x0, jac=jac if analytic else None, method="SLSQP", constraints=cons,
+                     bounds=[(-family.box, family.box)] * family.n, options={"ftol": ftol, "maxiter": maxiter})
+    return r.x, time.perf_counter() - t0
+
+
+def slsqp_solve(family: QCQPFamily, inst: Instances, i: int, starts: int, rng: np.random.Generator,
+                analytic: bool = True) -> SLSQPResult:
+    """Best feasible of ``starts`` SLSQP runs from x0 uniform in [−1, 1]ⁿ (the least violating if none is)."""
+    xs, fs, vs, ts = [], [], [], []
+    for _ in range(starts):
+        x, sec = slsqp_single(family, inst.Q[i], inst.p[i], inst.s[i], rng.uniform(-1, 1, family.n), analytic)
+        xs.append(x)
+        fs.append(0.5 * x @ inst.Q[i] @ x + inst.p[i] @ x)
+        vs.append(max_violation(family, x, inst.s[i]))
+        ts.append(sec)
+    fs, vs = np.array(fs), np.array(vs)
+    ok = vs <= TOL
+    j = int(np.argmin(np.where(ok, fs, np.inf))) if ok.any() else int(np.argmin(vs))
+    return SLSQPResult(xs[j], float(fs[j]), float(vs[j]), fs, vs, np.array(ts))
+
+
+def slsqp_batch(family: QCQPFamily, inst: Instances, starts: int, seed: int, analytic: bool = True) -> list[SLSQPResult]:
+    """SLSQP on every instance; start points from one seeded stream (the same for every caller with that seed)."""
+    rng = np.random.default_rng(seed)
+    return [slsqp_solve(family, inst, i, starts, rng, analytic) for i in range(len(inst))]
+
+
+def active_quadratic(family: QCQPFamily, x: np.ndarray, s: np.ndarray, tol: float = 1e-4) -> bool:
+    """Whether some quadratic constraint is active at x (|g_i(x)| ≤ tol · (1 + s_i b_i))."""
+    g = family.np_constraints(x, s)
+    return bool((np.abs(g) <= tol * (1 + s * family.b_base)).any())
+
+
+def project_exact(family: QCQPFamily, y: np.ndarray, s: np.ndarray, x_warm: np.ndarray) -> np.ndarray:
+    """Proj_C(y) = argmin_{x ∈ C} ½‖x − y‖², by SLSQP warm-started at x_warm (a local, non-convex projection)."""
+    Z = np.zeros((family.n, family.n))
+    x, _ = slsqp_single(family, np.eye(family.n), -y, s, x_warm)
+    del Z
+    return x
+
+
+def pgd_exact_projection(family: QCQPFamily, inst: Instances, i: int, iters: int, lr: float = 0.1) -> dict:
+    """x_{k+1} = Proj_C(x_k − α∇f(x_k)) from x₀ = 0 on instance i; returns the objective trace, final violation
+    and seconds per iteration (the projection dominates)."""
+    Q, p, s = inst.Q[i], inst.p[i], inst.s[i]
+    x = np.zeros(family.n)
+    fs = [0.0]
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        x = project_exact(family, x - lr * (Q @ x + p), s, x)
+        fs.append(0.5 * x @ Q @ x + p @ x)
+    sec = time.perf_counter() - t0
+    return {"f": np.array(fs), "viol": max_violation(family, x, s), "sec_per_iter": sec / iters, "x": x}
+
+
+def penalty_alm(family: QCQPFamily, inst: Instances, iters: int = 1000, lr: float = 0.05, rho: float = 10.0,
+                alm: bool = True, every: int = 50, seed: int = 0) -> dict:
+    """First-order penalty (``alm=False``) or augmented Lagrangian method in x-space, batched with Adam:
+    minimise f(x) + Σ_j λ_j c_j(x) + ρ/2 Σ_j relu(c_j(x))², multipliers λ ← relu(λ + ρ c) every ``every`` steps
+    (λ = 0 for the penalty). Starts at 0. Returns x, f, violation and seconds (cheap, but no feasibility guarantee)."""
+    torch.manual_seed(seed)
+    s = torch.as_tensor(inst.s)
+    Q, p = torch.as_tensor(inst.Q), torch.as_tensor(inst.p)
+    x = torch.zeros(len(inst), family.n, dtype=torch.float64, requires_grad=True)
+    lam = torch.zeros(len(inst), family.m + family.n + 1, dtype=torch.float64)
+    opt = torch.optim.Adam([x], lr=lr)
+    t0 = time.perf_counter()
+    for k in range(1, iters + 1):
+        cons = family.all_constraints(x, s)
+        loss = (family.objective(x, Q, p) + (lam * cons).sum(1) + 0.5 * rho * (cons.clamp_min(0) ** 2).sum(1)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if alm and k % every == 0:
+            with torch.no_grad():
+                lam = (lam + rho * family.all_constraints(x, s)).clamp_min(0)
+    sec = time.perf_counter() - t0
+    with torch.no_grad():
+        return {"x": x.detach().numpy(), "f": family.objective(x, Q, p).numpy(),
+                "viol": family.violation(x, s).numpy(), "seconds": sec}
+
+
+def shor_sdp_bound(family: QCQPFamily, Q: np.ndarray, p: np.ndarray, s: np.ndarray) -> float:
+    """Shor relaxation: replace xxᵀ by X with [[X, x], [xᵀ, 1]] ⪰ 0; the quadratic constraints become linear in
+    (X, x), the box adds X_jj ≤ 25 and −5 ≤ x ≤ 5, the ball tr X ≤ R². Its optimum is a lower bound on the QCQP's
+    global optimum (Clarabel, float64)."""
+    import cvxpy as cp
+    n = family.n
+    M = cp.Variable((n + 1, n + 1), symmetric=True)
+    X, x = M[:n, :n], M[:n, n]
+    cons = [M >> 0, M[n, n] == 1, cp.diag(X) <= family.box ** 2, cp.abs(x) <= family.box,
+            cp.trace(X) <= family.radius ** 2]
+    for i in range(family.m):
+        cons.append(0.5 * cp.trace(family.Qc[i] @ X) + family.pc[i] @ x <= s[i] * family.b_base[i])
+    prob = cp.Problem(cp.Minimize(0.5 * cp.trace(Q @ X) + p @ x), cons)
+    prob.solve(solver=cp.CLARABEL)
+    if prob.status not in ("optimal", "optimal_inaccurate"):
+        return float("nan")
+    return float(prob.value)

@@ -1,0 +1,159 @@
+"""The chapter's experiments as functions of the config, so that the notebook only narrates and plots.
+
+Every function is seeded from ``cfg.seed``; Hom-PGD+ with the INN and with the radial map, and every baseline,
+run on the same instances (the same start points for SLSQP wherever its runs are compared).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from . import baselines as bl
+from .inn import CondRealNVP, MDHWeights, eps_inn, n_params, preimage_norms, radial_map, train_mdh
+from .optim import Result, hom_pgd, min_g2_curve, time_per_iteration
+from .problems import Instances, QCQPFamily, ray_reentry
+
+
+def rel_gap(f: np.ndarray, f_ref: np.ndarray) -> np.ndarray:
+    """(f − f_ref) / |f_ref| per instance."""
+    return (np.asarray(f) - np.asarray(f_ref)) / np.abs(np.asarray(f_ref))
+
+
+def build_inn(cfg, n: int, m: int, hidden: int | None = None) -> CondRealNVP:
+    torch.manual_seed(cfg.seed)
+    return CondRealNVP(n, m, cfg.inn_blocks, hidden or cfg.inn_hidden)
+
+
+def radial_infeasible(family: QCQPFamily, k: int, seed: int) -> float:
+    """Fraction of uniform ball samples that the radial map x = R z sends outside C (random conditions)."""
+    return eps_inn(radial_map(family.radius), family, k, seed)
+
+
+@dataclass
+class Reference:
+    """SLSQP best-of-starts per instance (x, f, viol) and the per-start times (analytic Jacobians)."""
+
+    x: np.ndarray
+    f: np.ndarray
+    viol: np.ndarray
+    ms_per_start: np.ndarray
+    active: np.ndarray
+
+
+def reference(family: QCQPFamily, inst: Instances, starts: int, seed: int) -> Reference:
+    res = bl.slsqp_batch(family, inst, starts, seed)
+    x = np.array([r.x for r in res])
+    return Reference(x=x, f=np.array([r.f for r in res]), viol=np.array([r.viol for r in res]),
+                     ms_per_start=1e3 * np.concatenate([r.sec_starts for r in res]),
+                     active=np.array([bl.active_quadratic(family, x[i], inst.s[i]) for i in range(len(inst))]))
+
+
+def hom_time_per_instance(phi, family: QCQPFamily, inst: Instances, cfg) -> tuple[float, Result]:
+    """Mean wall ms per instance of one batched Hom-PGD+ solve with the early-stop tolerance (a 2-iteration
+    warm-up call first, discarded)."""
+    hom_pgd(phi, family, inst[:4], 2, lr=cfg.lr_latent, bisection_steps=cfg.bisection_steps)
+    r = hom_pgd(phi, family, inst, cfg.latent_iters, lr=cfg.lr_latent, bisection_steps=cfg.bisection_steps,
+                tol=cfg.time_tol)
+    return 1e3 * r.seconds / len(inst), r
+
+
+@dataclass
+class ScaleRun:
+    """One problem size of C3: times, gap, K1 numbers."""
+
+    n: int
+    hom_ms: float
+    slsqp_ms: float
+    train_s: float
+    median_gap: float
+    iters: int
+    active: float
+    radial_infeasible: float
+    reentry: float
+    feasible: float
+
+    @property
+    def ratio(self) -> float:
+        return self.slsqp_ms / self.hom_ms
+
+    @property
+    def break_even(self) -> float:
+        """Instances after which Hom-PGD+ (training included) is cheaper than one SLSQP start each; ∞ if never."""
+        d = self.slsqp_ms - self.hom_ms
+        return 1e3 * self.train_s / d if d > 0 else float("inf")
+
+
+def scale_run(cfg, n: int, inn: CondRealNVP | None = None, train_s: float | None = None,
+              inst: Instances | None = None, ref: Reference | None = None, family: QCQPFamily | None = None,
+              progress=None) -> ScaleRun:
+    """Train (unless given) an INN at size n (m = n), time batched Hom-PGD+ and one SLSQP start per instance."""
+    family = family or QCQPFamily(n, n, cfg.seed)
+    rng = np.random.default_rng([cfg.seed, n, 3])
+    if inst is None:
+        inst = family.sample(cfg.scale_instances, rng)
+    if inn is None:
+        inn = build_inn(cfg, n, n)
+        inn, tr = train_mdh(inn, family, cfg.scale_train_steps, cfg.train_batch, cfg.seed + n,
+                            weights=MDHWeights(pen=cfg.w_pen))
+        train_s = tr.seconds
+    if progress:
+        progress(f"n = {n}: INN ready ({train_s:.0f} s of training)")
+    hom_ms, r = hom_time_per_instance(inn.map, family, inst, cfg)
+    if ref is None:
+        half = inst[: max(2, len(inst) // 2)]
+        ref = reference(family, half, 1, cfg.seed + 1)
+    k = len(ref.f)
+    gap = rel_gap(r.f[:k], ref.f)
+    return ScaleRun(n=n, hom_ms=hom_ms, slsqp_ms=float(ref.ms_per_start.mean()), train_s=float(train_s),
+                    median_gap=float(np.median(gap)), iters=r.iters, active=float(ref.active.mean()),
+                    radial_infeasible=radial_infeasible(family, min(cfg.eps_samples, 100_000), cfg.seed + 7),
+                    reentry=ray_reentry(family, np.ones(family.m), cfg.n_rays, np.random.default_rng(cfg.seed + 8)),
+                    feasible=float((r.viol <= 1e-5).mean()))
+
+
+@dataclass
+class Checkpoint:
+    step: int
+    eps_ball: float
+    unreachable: float
+    median_gap: float
+
+
+def checkpoint_eval(cfg, family: QCQPFamily, state: dict, inst: Instances, ref: Reference) -> Checkpoint:
+    """ε_inn (ball samples mapped infeasible), unreachable optima and Hom-PGD+'s median gap for one checkpoint."""
+    inn = build_inn(cfg, family.n, family.m)
+    inn.load_state_dict(state)
+    eps = eps_inn(inn.map, family, cfg.eps_samples, cfg.seed + 5)
+    unreach = float((preimage_norms(inn, family, ref.x, inst.s) > 1).mean())
+    r = hom_pgd(inn.map, family, inst, cfg.latent_iters, lr=cfg.lr_latent, bisection_steps=cfg.bisection_steps)
+    return Checkpoint(0, eps, unreach, float(np.median(rel_gap(r.f, ref.f))))
+
+
+def width_timing(cfg, family: QCQPFamily, inst: Instances) -> tuple[list[int], list[float]]:
+    """(W, seconds per latent iteration) of untrained INNs over ``cfg.widths_sweep`` on a batch of 256 instances."""
+    W, sec = [], []
+    batch = inst if len(inst) >= 256 else inst
+    for w in cfg.widths_sweep:
+        inn = build_inn(cfg, family.n, family.m, hidden=w)
+        for p in inn.parameters():
+            p.requires_grad_(False)
+        with torch.no_grad():           # a non-trivial map: small random last layers
+            for layer in inn.layers:
+                layer.net[-1].weight.normal_(0, 0.01)
+        W.append(n_params(inn))
+        sec.append(time_per_iteration(inn.map, family, batch, iters=20, lr=cfg.lr_latent,
+                                      bisection_steps=cfg.bisection_steps))
+    return W, sec
+
+
+def exact_projection_runs(cfg, family: QCQPFamily, inst: Instances) -> dict:
+    """PGD with an exact (SLSQP) projection on the first ``n_exact_proj`` instances, with the x-space step
+    α₀ R² that the radial map's latent step α₀ corresponds to."""
+    runs = [bl.pgd_exact_projection(family, inst, i, cfg.exact_proj_iters, lr=cfg.lr_latent * family.radius ** 2)
+            for i in range(cfg.n_exact_proj)]
+    return {"f": np.array([r["f"][-1] for r in runs]), "viol": np.array([r["viol"] for r in runs]),
+            "ms_per_iter": 1e3 * float(np.mean([r["sec_per_iter"] for r in runs])),
+            "f_trace": np.array([r["f"] for r in runs])}

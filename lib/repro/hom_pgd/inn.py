@@ -1,0 +1,221 @@
+"""The invertible network Φ_θ(z; c): unit ball -> feasible set C(c), and its unsupervised MDH training.
+
+*Architecture* (decision, labelled in the chapter): a conditional RealNVP (Dinh et al., 2017) — ``blocks``
+affine couplings with alternating halves, each x_b ← x_b · exp(ŝ) + t with ŝ = 2 tanh(s/2) a bounded log-scale and
+(s, t) = MLP([x_a, c]), then an element-wise affine layer. The authors use conditional MADE layers with
+ActNorm/LU; a coupling has the same role and an exact, cheap inverse. The network outputs u in normalised
+box coordinates and x = 5u (the authors' ``scale`` for the box [−5, 5]ⁿ, no clamp). The last layer of every
+coupling net starts at zero, so the untrained Φ is the radial map x = R z.
+
+*MDH training* (Liang, Chen & Low, ICML 2023; the authors' ``learning/training/inn.py``, re-derived):
+
+    L = −mean log|det J_Φ(z)| / n  +  w_pen · mean Σ_j relu(c_j(Φ(z); s))  +  w_dist · mean D  +  w_lip · max D
+        + w_anchor · mean ‖Φ(0; c)‖²,
+
+D = Σ_layers max_j ŝ_j (the largest log-scale of each layer, a distortion/Lipschitz proxy), with the authors'
+weights w_pen = 10 (ramped up from 1 over the first 10 % of the steps, card pitfall "the volume term dominates
+early"), w_dist = 0.01, w_lip = 0.1. z is uniform in the ball (decision: the authors sample the cube for n > 2).
+The volume term pushes Φ to fill space, the hinge keeps the image inside C; the balance is the learned map.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from .problems import BOX, QCQPFamily
+
+LOG_SCALE_CAP = 2.0
+
+
+def sample_ball(k: int, n: int, gen: torch.Generator | None = None) -> torch.Tensor:
+    """k points uniform in the unit ball of R^n: a normal direction times a radius U^{1/n}."""
+    v = torch.randn(k, n, generator=gen)
+    v = v / v.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    return v * torch.rand(k, 1, generator=gen) ** (1.0 / n)
+
+
+class Coupling(nn.Module):
+    """One conditional affine coupling: the half ``mask`` passes through, the other half is scaled and shifted."""
+
+    def __init__(self, n: int, c_dim: int, hidden: int, mask: torch.Tensor):
+        super().__init__()
+        self.register_buffer("mask", mask)
+        self.n_in = int(mask.sum())
+        self.n_out = n - self.n_in
+        self.net = nn.Sequential(nn.Linear(self.n_in + c_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
+                                 nn.Linear(hidden, 2 * self.n_out))
+        nn.init.zeros_(self.net[-1].weight)
+        nn.init.zeros_(self.net[-1].bias)
+        self.idx_a = torch.nonzero(mask).flatten()
+        self.idx_b = torch.nonzero(1 - mask).flatten()
+
+    def _st(self, xa: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        s, t = self.net(torch.cat([xa, c], 1)).chunk(2, dim=1)
+        return LOG_SCALE_CAP * torch.tanh(s / LOG_SCALE_CAP), t
+
+    def forward(self, x: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        xa, xb = x[:, self.idx_a], x[:, self.idx_b]
+        s, t = self._st(xa, c)
+        y = torch.empty_like(x)
+        y[:, self.idx_a] = xa
+        y[:, self.idx_b] = xb * torch.exp(s) + t
+        return y, s.sum(1), s.amax(1)
+
+    def inverse(self, y: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        ya, yb = y[:, self.idx_a], y[:, self.idx_b]
+        s, t = self._st(ya, c)
+        x = torch.empty_like(y)
+        x[:, self.idx_a] = ya
+        x[:, self.idx_b] = (yb - t) * torch.exp(-s)
+        return x
+
+
+class CondRealNVP(nn.Module):
+    """Φ(z; c) = 5 · A(C_K(…C_1(z; c)…; c)) with couplings C_k and an element-wise affine A."""
+
+    def __init__(self, n: int, c_dim: int, blocks: int, hidden: int, box: float = BOX):
+        super().__init__()
+        self.n, self.c_dim, self.box = n, c_dim, box
+        half = torch.zeros(n)
+        half[: n // 2] = 1
+        if n == 1:
+            raise ValueError("n must be >= 2 for a coupling flow")
+        self.layers = nn.ModuleList(Coupling(n, c_dim, hidden, half if k % 2 == 0 else 1 - half) for k in range(blocks))
+        self.log_a = nn.Parameter(torch.zeros(n))
+        self.shift = nn.Parameter(torch.zeros(n))
+
+    def forward(self, z: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x, log|det ∂x/∂z| (without the constant n log 5), distortion D = Σ_layers max_j ŝ_j; all per point."""
+        logdet = torch.zeros(len(z), dtype=z.dtype)
+        dist = torch.zeros(len(z), dtype=z.dtype)
+        h = z
+        for layer in self.layers:
+            h, ld, d = layer(h, c)
+            logdet = logdet + ld
+            dist = dist + d
+        h = h * torch.exp(self.log_a) + self.shift
+        logdet = logdet + self.log_a.sum()
+        dist = dist + self.log_a.max()
+        return self.box * h, logdet, dist
+
+    def __call__(self, z, c):  # type hints for the common case
+        return super().__call__(z, c)
+
+    def map(self, z: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """x = Φ(z; c) only."""
+        return self.forward(z, c)[0]
+
+    def inverse(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """z = Φ⁻¹(x; c), exact."""
+        h = (x / self.box - self.shift) * torch.exp(-self.log_a)
+        for layer in reversed(self.layers):
+            h = layer.inverse(h, c)
+        return h
+
+
+def n_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+@dataclass
+class MDHWeights:
+    """The authors' loss weights, plus the anchor that keeps Φ(0; c) = x₀ = 0."""
+
+    pen: float = 10.0
+    dist: float = 0.01
+    lip: float = 0.1
+    anchor: float = 1.0
+    pen_start: float = 1.0
+    ramp_frac: float = 0.1
+
+
+@dataclass
+class TrainResult:
+    """Loss history (per step), seconds, and EMA state dicts at the requested checkpoints."""
+
+    history: dict[str, list[float]] = field(default_factory=dict)
+    checkpoints: dict[int, dict] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def mdh_loss(inn: CondRealNVP, family: QCQPFamily, z: torch.Tensor, s: torch.Tensor, w_pen: float,
+             w: MDHWeights) -> tuple[torch.Tensor, dict[str, float]]:
+    """The MDH objective on one batch (module docstring); also returns its parts."""
+    c = family.condition(s)
+    x, logdet, dist = inn(z, c)
+    vol = -logdet.mean() / family.n
+    pen = family.all_constraints(x, s).clamp_min(0).sum(1).mean()
+    x0 = inn.map(torch.zeros(min(len(z), 64), family.n), c[:64])
+    anchor = (x0 ** 2).sum(1).mean()
+    loss = vol + w_pen * pen + w.dist * dist.mean() + w.lip * dist.max() + w.anchor * anchor
+    parts = {"loss": loss, "volume": vol, "penalty": pen, "distortion": dist.mean(), "anchor": anchor}
+    return loss, {k: float(v.detach()) for k, v in parts.items()}
+
+
+def train_mdh(inn: CondRealNVP, family: QCQPFamily, steps: int, batch: int, seed: int,
+              weights: MDHWeights | None = None, checkpoints: tuple[int, ...] = (), lr: float = 1e-3,
+              ema_decay: float = 0.99) -> tuple[CondRealNVP, TrainResult]:
+    """Unsupervised MDH training with Adam; returns the EMA copy (used for solving) and the history.
+
+    ``checkpoints`` are steps at which the EMA weights are saved (C5). The loss history is the training
+    batch's loss with the *final* penalty weight, so steps before and after the ramp are comparable (K4).
+    """
+    w = weights or MDHWeights()
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    opt = torch.optim.Adam(inn.parameters(), lr=lr)
+    ema = copy.deepcopy(inn)
+    for p in ema.parameters():
+        p.requires_grad_(False)
+    res = TrainResult(history={k: [] for k in ("loss", "volume", "penalty", "distortion", "anchor")})
+    ramp = max(1, int(w.ramp_frac * steps))
+    t0 = time.perf_counter()
+    for step in range(1, steps + 1):
+        w_pen = w.pen_start + (w.pen - w.pen_start) * min(1.0, step / ramp)
+        z = sample_ball(batch, family.n, gen)
+        s = family.sample_s(batch, gen)
+        loss, parts = mdh_loss(inn, family, z, s, w_pen, w)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            for pe, p in zip(ema.parameters(), inn.parameters()):
+                pe.mul_(ema_decay).add_(p, alpha=1 - ema_decay)
+        parts["loss"] = parts["volume"] + w.pen * parts["penalty"] + w.dist * parts["distortion"] + w.anchor * parts["anchor"]
+        for k, v in parts.items():
+            res.history[k].append(v)
+        if step in checkpoints:
+            res.checkpoints[step] = copy.deepcopy(ema.state_dict())
+    res.seconds = time.perf_counter() - t0
+    return ema, res
+
+
+@torch.no_grad()
+def eps_inn(phi, family: QCQPFamily, k: int, seed: int, chunk: int = 20_000, tol: float = 1e-5) -> float:
+    """ε_inn: fraction of k uniform ball samples z (with random conditions) whose image Φ(z; s) is infeasible."""
+    gen = torch.Generator().manual_seed(seed)
+    bad = 0
+    for start in range(0, k, chunk):
+        b = min(chunk, k - start)
+        z = sample_ball(b, family.n, gen)
+        s = family.sample_s(b, gen)
+        bad += int((family.violation(phi(z, family.condition(s)), s) > tol).sum())
+    return bad / k
+
+
+@torch.no_grad()
+def preimage_norms(inn: CondRealNVP, family: QCQPFamily, x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """‖Φ⁻¹(x; s)‖ for each point: ≤ 1 means x is reachable from the latent ball."""
+    z = inn.inverse(torch.as_tensor(x, dtype=torch.float32), family.condition(s))
+    return z.norm(dim=1).numpy()
+
+
+def radial_map(radius: float):
+    """The learning-free baseline map x = R z (the untrained Φ)."""
+    return lambda z, c: radius * z
