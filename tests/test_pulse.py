@@ -498,3 +498,30 @@ def test_qrs_detector_gives_the_rate_of_every_regular_class_with_nuisances():
     x = G.add_nuisance(G.two_channels(G.ecgsyn(subj, 20.0, fs=50, seed=0)), 50, np.random.default_rng(1))
     for i in np.flatnonzero(~subj.irregular):
         assert abs(G.heart_rate_bpm(x[i, :, 0], 50) - 60 / subj.rr0[i]) < 2, (G.ECG_CLASSES[subj.label[i]], i)
+
+
+# ----------------------------------------------------------------------------------------------- pretraining
+def test_pretraining_jobs_are_exactly_the_models_the_studies_train(tmp_path, monkeypatch):
+    """Each job run the way a pool worker runs it leaves a cache file; the studies then train nothing more
+    (same cache keys), and every job left one file (no job is redundant)."""
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
+    cfg = P.Config.from_profile("smoke", noise_levels=(0.0, 0.1), label_fracs=(0.1, 1.0), n_label_draws=2)
+    jobs = P.training_jobs(cfg)
+    assert len(set(jobs)) == len(jobs)
+    from repro.pulse.pretrain import run_job
+    for j in jobs:
+        run_job(cfg, j)
+    files = set((tmp_path / "pulse").glob("*.pt"))
+    assert len(files) == len(jobs)
+    lorenz = P.run_lorenz(cfg)
+    P.run_noise(cfg, lorenz)
+    P.run_label_efficiency(cfg, P.run_ecg(cfg))
+    assert set((tmp_path / "pulse").glob("*.pt")) == files
+    assert not list((tmp_path / "pulse").glob(".*.tmp"))
+
+
+def test_one_worker_pretrains_nothing_up_front(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
+    out = P.pretrain_all(P.Config.from_profile("smoke"))
+    assert out["workers"] == 1 and out["jobs"] > 0
+    assert not (tmp_path / "pulse").exists() or not list((tmp_path / "pulse").glob("*.pt"))

@@ -6,7 +6,7 @@ Modules: ``generators`` (Lorenz SDE family, McSharry ECGSYN, PPG-like pulses, wi
 ``_kernels`` (compiled batched RK4 integrators; numpy references in ``generators``), ``encoders`` (the shared
 dilated-conv backbone), ``pulse`` (PULSE and its variants), ``baselines`` (SimCLR, TS2Vec-lite, MAE, DSVAE,
 supervised), ``training`` (the common loop and cache keys), ``evaluate`` (linear probe, label efficiency,
-ridge R^2, reconstruction R^2, transfer), ``experiments`` (drivers), ``verdicts`` (claims, controls and the
+ridge R^2, reconstruction R^2, transfer), ``experiments`` (drivers), ``pretrain`` (every model trained up front on ``workers`` processes), ``verdicts`` (claims, controls and the
 functions that decide them).
 """
 from .baselines import DSVAE, MaskedAE, SimCLR, Supervised, TS2VecLite, hierarchical_contrastive, nt_xent
@@ -22,6 +22,7 @@ from .generators import (ECG_CLASSES, HAVE_KERNEL, PPG_CLASSES, Dataset, WindowS
                          ecgsyn, heart_rate_bpm, integrate_ecg, qrs_peaks, integrate_lorenz, lorenz_dataset, lorenz_sde, lorenz_speed,
                          make_windows, ppg_dataset, ppg_like, sample_ppg_subjects, sample_subjects,
                          subject_split, two_channels)
+from .pretrain import Job, pretrain_all, training_jobs
 from .pulse import PULSE, InitConditionEncoder, ReconstructionGRU, TimeVarying, shift_and_mask, train_pulse
 from .training import embed, fit
 
@@ -44,5 +45,5 @@ __all__ = [
     # experiments
     "code_swap_test", "seeds", "make_lorenz", "make_ecg", "make_ppg", "mechanism_r2", "run_lorenz", "run_ecg",
     "run_label_efficiency", "run_transfer", "run_noise", "summarise", "per_seed", "random_floor", "heldout",
-    "training_quality",
+    "training_quality", "Job", "pretrain_all", "training_jobs",
 ]

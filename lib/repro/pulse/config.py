@@ -15,7 +15,7 @@ HARD_RHOS = (28.0, 41.0, 55.0, 69.0, 83.0)
 SMOKE = dict(n_seeds=1, ecg_epochs=1, scratch_steps=5, n_subjects_ecg=16, rec_seconds=6.0, lorenz_traj_per_class=4, lorenz_rhos=(28.0, 110.0),
              noise_levels=(0.1,), emb_dim=16, hidden=8, depth=2, gru_hidden=16, epochs=1, max_train_windows=128,
              batch_size=32, n_init_samples=1, pool_denom=25, label_fracs=(0.1, 1.0), ecg_methods=("pulse", "simclr"),
-             lorenz_methods=("pulse", "dsvae"), n_subjects_ppg=12, transfer_epochs=2, n_label_draws=2)
+             lorenz_methods=("pulse", "dsvae"), n_subjects_ppg=12, transfer_epochs=2, n_label_draws=2, workers=1)
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ class Config(BaseConfig):
     seed0_only: tuple[str, ...] = knob(("pulse_xwin",), choices=ECG_METHODS, doc="ECG methods run on the first "
                                        "seed only (the card's budget rule)")
     transfer_epochs: int = knob(10, ge=1, le=200, doc="end-to-end fine-tuning epochs on PPG (C5)")
+    workers: int = knob(2, ge=1, le=64, doc="processes that pretrain the models up front (1: train lazily, "
+                                          "in the notebook's process); results do not depend on it")
 
     def check(self) -> None:
         if "pulse" not in self.ecg_methods:

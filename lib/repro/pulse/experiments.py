@@ -15,12 +15,15 @@ The verdicts are decided from these numbers in :mod:`repro.pulse.verdicts`.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
+
+from sklearn.metrics import f1_score
 
 from repro.common.paths import cache_dir
 from repro.common.stats import mean_ci
@@ -86,6 +89,25 @@ def _hparams(cfg: Config) -> dict:
     return {k: getattr(cfg, k) for k in keys}
 
 
+def data_key(cfg: Config, kind: str, seed: int, noise: float | None = None) -> dict:
+    """The part of a model's cache key that names its training data."""
+    if kind == "lorenz":
+        noise = cfg.lorenz_noise if noise is None else noise
+        return dict(kind="lorenz", rhos=cfg.lorenz_rhos, traj=cfg.lorenz_traj_per_class, noise=noise, seed=seed)
+    return dict(kind="ecg", n=cfg.n_subjects_ecg, sec=cfg.rec_seconds, fs=cfg.fs, seed=seed)
+
+
+def label_draws(cfg: Config, ds: Dataset, seed: int) -> list[tuple[float, int, np.ndarray]]:
+    """(fraction, draw, training indices) of every label-efficiency subset, in order; the draws of one seed
+    come from one generator, so they are the same for every method and every caller."""
+    rng = np.random.default_rng([seed, 19, 7])
+    out = []
+    for f in cfg.label_fracs:
+        for d in range(1 if f >= 1 else cfg.n_label_draws):
+            out.append((f, d, np.arange(len(ds.train)) if f >= 1 else label_subset(ds.train.y, f, rng)))
+    return out
+
+
 def epochs_for(cfg: Config, data_key: dict) -> int:
     """Pretraining epochs of a data set: ``epochs`` for Lorenz, ``ecg_epochs`` for ECG (every method alike)."""
     return cfg.ecg_epochs if data_key.get("kind") == "ecg" else cfg.epochs
@@ -112,7 +134,9 @@ def train_cached(method: str, ds: Dataset, data_key: dict, cfg: Config, seed: in
     log = fit(model, train, epochs=epochs, batch_size=bs, lr=cfg.lr, seed=seed, max_steps=max_steps)
     if isinstance(model, DSVAE):
         log.extra = dict(model.last)
-    torch.save({"state": model.state_dict(), "log": log}, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # atomic: a killed run leaves no half file
+    torch.save({"state": model.state_dict(), "log": log}, tmp)
+    os.replace(tmp, path)
     return model, log
 
 
@@ -178,7 +202,7 @@ def run_lorenz(cfg: Config, noise: float | None = None, methods=None, seed_list=
     for s in (seeds(cfg) if seed_list is None else seed_list):
         ds = make_lorenz(cfg, s, noise)
         run.datasets[s] = ds
-        dkey = dict(kind="lorenz", rhos=cfg.lorenz_rhos, traj=cfg.lorenz_traj_per_class, noise=noise, seed=s)
+        dkey = data_key(cfg, "lorenz", s, noise)
         for m in ("random",) + tuple(methods):
             if m == "random":
                 torch.manual_seed(s)
@@ -208,7 +232,7 @@ def run_ecg(cfg: Config) -> Run:
     for s in seeds(cfg):
         ds = make_ecg(cfg, s)
         run.datasets[s] = ds
-        dkey = dict(kind="ecg", n=cfg.n_subjects_ecg, sec=cfg.rec_seconds, fs=cfg.fs, seed=s)
+        dkey = data_key(cfg, "ecg", s)
         for m in ("random",) + tuple(cfg.ecg_methods):
             if m in cfg.seed0_only and s != seeds(cfg)[0]:
                 continue
@@ -234,35 +258,30 @@ def run_label_efficiency(cfg: Config, ecg: Run, probe_methods=("pulse", "simclr"
     rows = []
     for s in seeds(cfg):
         ds = ecg.datasets[s]
-        rng = np.random.default_rng([s, 19, 7])
         steps = cfg.scratch_steps
-        dkey = dict(kind="ecg", n=cfg.n_subjects_ecg, sec=cfg.rec_seconds, fs=cfg.fs, seed=s)
-        for f in cfg.label_fracs:
-            for d in range(1 if f >= 1 else cfg.n_label_draws):
-                idx = np.arange(len(ds.train)) if f >= 1 else label_subset(ds.train.y, f, rng)
-                for m in probe_methods:
-                    if (s, m) not in ecg.embeddings:
-                        continue
-                    Z = ecg.embeddings[(s, m)]
-                    pr = linear_probe(Z["train"][idx], ds.train.y[idx], Z["val"], ds.val.y, Z["test"], ds.test.y,
-                                      n_classes=len(ds.classes))
-                    rows.append(dict(seed=s, frac=f, draw=d, method=m, n_labels=len(idx), acc=pr.acc,
-                                     macro_f1=pr.macro_f1))
-                if f >= 1 and (s, "supervised") in ecg.models:  # the 100% reference: its own head
-                    pred = ecg.models[(s, "supervised")].predict(ds.test.X)
-                    from sklearn.metrics import f1_score
-                    rows.append(dict(seed=s, frac=f, draw=d, method="supervised", n_labels=len(idx),
-                                     acc=float((pred == ds.test.y).mean()),
-                                     macro_f1=float(f1_score(ds.test.y, pred, average="macro"))))
-                if f < 1:
-                    sub = ds.train.subset(idx)
-                    model, _ = train_cached("supervised", ds, dkey, cfg, s * 1000 + d, train=sub, max_steps=steps,
-                                            tag=f"frac{f}")
-                    pred = model.predict(ds.test.X)
-                    from sklearn.metrics import f1_score
-                    rows.append(dict(seed=s, frac=f, draw=d, method="supervised", n_labels=len(idx),
-                                     acc=float((pred == ds.test.y).mean()),
-                                     macro_f1=float(f1_score(ds.test.y, pred, average="macro"))))
+        dkey = data_key(cfg, "ecg", s)
+        for f, d, idx in label_draws(cfg, ds, s):
+            for m in probe_methods:
+                if (s, m) not in ecg.embeddings:
+                    continue
+                Z = ecg.embeddings[(s, m)]
+                pr = linear_probe(Z["train"][idx], ds.train.y[idx], Z["val"], ds.val.y, Z["test"], ds.test.y,
+                                  n_classes=len(ds.classes))
+                rows.append(dict(seed=s, frac=f, draw=d, method=m, n_labels=len(idx), acc=pr.acc,
+                                 macro_f1=pr.macro_f1))
+            if f >= 1 and (s, "supervised") in ecg.models:  # the 100% reference: its own head
+                pred = ecg.models[(s, "supervised")].predict(ds.test.X)
+                rows.append(dict(seed=s, frac=f, draw=d, method="supervised", n_labels=len(idx),
+                                 acc=float((pred == ds.test.y).mean()),
+                                 macro_f1=float(f1_score(ds.test.y, pred, average="macro"))))
+            if f < 1:
+                sub = ds.train.subset(idx)
+                model, _ = train_cached("supervised", ds, dkey, cfg, s * 1000 + d, train=sub, max_steps=steps,
+                                        tag=f"frac{f}")
+                pred = model.predict(ds.test.X)
+                rows.append(dict(seed=s, frac=f, draw=d, method="supervised", n_labels=len(idx),
+                                 acc=float((pred == ds.test.y).mean()),
+                                 macro_f1=float(f1_score(ds.test.y, pred, average="macro"))))
     return pd.DataFrame(rows)
 
 
