@@ -3,7 +3,7 @@
 //   alpha* = argmin_{alpha >= 0}  1/2 alpha^T K alpha + alpha^T c          (qp.py, eq. 1)
 //
 // Jacobi scaling (alpha~ = D alpha, D = diag(K)^1/2), step 1/(1.02 lambda_max) from a 20-step power iteration
-// started at the all-ones vector, then FISTA projected onto alpha >= 0 from alpha = 0. The same loop as
+// (qp.power_lambda_max's start vector), then FISTA projected onto alpha >= 0 from alpha = 0, with adaptive restart. The same loop as
 // qp.solve_nonneg_qp_torch, which is its reference (tests/test_harm_optimizer.py); for B = 64 the torch
 // version is dominated by per-operation dispatch, which this removes.
 #include <pybind11/pybind11.h>
@@ -38,11 +38,18 @@ py::array_t<double> solve_nonneg_qp(py::array_t<double, py::array::c_style> K_in
             D[i] = d > 0.0 ? d : 1.0;
         }
     for (int i = 0; i < n; ++i) {
-        cs[i] = c(i) / D[i];
+        cs[i] = K(i, i) > 0.0 ? c(i) / D[i] : 0.0;  // g_i = 0: its multiplier stays 0
         for (int j = 0; j < n; ++j) Ks[(size_t)i * n + j] = K(i, j) / (D[i] * D[j]);
     }
     // power iteration for lambda_max(Ks)
-    std::vector<double> v(n, 1.0 / std::sqrt((double)n)), w(n);
+    // start at v_i = 1 + sin(i + 1) / 2 (not all-ones: orthogonal to the top eigenvector of some Gram matrices)
+    std::vector<double> v(n), w(n);
+    {
+        double s = 0.0;
+        for (int i = 0; i < n; ++i) { v[i] = 1.0 + 0.5 * std::sin((double)(i + 1)); s += v[i] * v[i]; }
+        s = std::sqrt(s);
+        for (int i = 0; i < n; ++i) v[i] /= s;
+    }
     double lam = 0.0;
     bool zero = false;
     for (int it = 0; it < power_iters; ++it) {
@@ -72,6 +79,9 @@ py::array_t<double> solve_nonneg_qp(py::array_t<double, py::array::c_style> K_in
     for (int it = 0; it < iters; ++it) {
         matvec(Ks, z, g, n);
         for (int i = 0; i < n; ++i) a_new[i] = std::max(0.0, z[i] - step * (g[i] + cs[i]));
+        double rs = 0.0;  // adaptive restart (O'Donoghue & Candes 2015): momentum points uphill
+        for (int i = 0; i < n; ++i) rs += (z[i] - a_new[i]) * (a_new[i] - a[i]);
+        if (rs > 0.0) t = 1.0;
         double t_new = 0.5 * (1.0 + std::sqrt(1.0 + 4.0 * t * t));
         double mom = (t - 1.0) / t_new;
         for (int i = 0; i < n; ++i) {

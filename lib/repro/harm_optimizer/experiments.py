@@ -336,3 +336,29 @@ def overhead_table(timing: pd.DataFrame) -> pd.DataFrame:
         rows.append({"axis": axis, "size": size, "harm": opt, "base_ms": bm, "harm_ms": hm,
                      "overhead": hm / bm - 1, "extra_ms": hm - bm, "repeats_agree": agree})
     return pd.DataFrame(rows)
+
+
+def one_step_demo(cfg: Config) -> dict:
+    """One step up close: the digits MLP at initialisation (first seed) and its first batch; SGDM's step and
+    Harm-SGDM's step from the same state, with the last-layer QP's statistics."""
+    import copy
+
+    sp = load("digits")
+    seed = run_seed(cfg, 0)
+    idx = next(batch_stream(len(sp.y_train), cfg.batch_size, 1, seed))
+    x, y = sp.x_train[idx], sp.y_train[idx]
+    hp = hparams(cfg, "digits", "sgdm")
+    out = {}
+    for name in ("sgdm", "harm_sgdm"):
+        model = build_model("digits", seed, width=cfg.width)
+        opt = make_optimizer(name, model, hp, **(harm_kwargs(cfg) if name.startswith("harm") else {}))
+        info = opt.step_batch(x, y, hp["lr"])
+        with torch.no_grad():
+            after = F.cross_entropy(model(x), y, reduction="none")
+        out[f"harmed_{'harm' if name.startswith('harm') else 'sgdm'}"] = dg.harm_stats(info.losses, after)[0]
+        if info.alpha is not None:
+            out["viol_before"], out["viol_after"] = info.viol_before, info.viol_after
+            out["alpha_nonzero"] = float((info.alpha > 0).double().mean())
+            out["cap_bound"] = bool(info.cap_bound)
+    out["batch"] = int(cfg.batch_size)
+    return out

@@ -8,7 +8,8 @@ order; the parameters move θ ← θ − η d). KKT gives d = d_opt + Gᵀα wit
 
 With a preconditioner P (AdamW) the metric is ‖·‖_P, d = d_opt + P⁻¹Gᵀα and K = G P⁻¹ Gᵀ.
 ``solve_nonneg_qp`` runs accelerated projected gradient (FISTA, Beck & Teboulle 2009) on the Jacobi-scaled
-dual (α̃ = Dα, D = diag(K)^½): without the scaling, well-fit samples (tiny K_ii) would never move in a few
+dual (α̃ = Dα, D = diag(K)^½) with gradient-based adaptive restart (O'Donoghue &
+Candès 2015): without the scaling, well-fit samples (tiny K_ii) would never move in a few
 iterations. The compiled kernel ``_kernels.solve_nonneg_qp`` is the same loop in C++.
 
 Last-layer proxy: for the head W ∈ R^{C×(d_h+1)} (bias folded in by h̄ = [h, 1]) a per-sample gradient is
@@ -34,8 +35,10 @@ def jacobi_scale(K: torch.Tensor) -> torch.Tensor:
 
 
 def power_lambda_max(K: torch.Tensor, iters: int = 20) -> float:
-    """λ_max of a PSD matrix by ``iters`` power iterations from the all-ones vector (deterministic)."""
-    v = torch.ones(K.shape[0], dtype=K.dtype) / math.sqrt(K.shape[0])
+    """λ_max of a PSD matrix by ``iters`` power iterations from v_i = 1 + sin(i + 1) / 2 (deterministic; not
+    the all-ones vector, which is exactly orthogonal to the top eigenvector of some small Gram matrices)."""
+    v = 1.0 + 0.5 * torch.sin(torch.arange(1, K.shape[0] + 1, dtype=K.dtype))
+    v = v / torch.linalg.vector_norm(v)
     lam = 0.0
     for _ in range(iters):
         w = K @ v
@@ -54,7 +57,7 @@ def solve_nonneg_qp_torch(K: torch.Tensor, c: torch.Tensor, iters: int = 10, sca
     c = c.to(torch.float64)
     D = jacobi_scale(K) if scale == "jacobi" else torch.ones_like(c)
     Ks = K / D[:, None] / D[None, :]
-    cs = c / D
+    cs = torch.where(torch.diagonal(K) > 0, c / D, torch.zeros_like(c))   # g_i = 0: its multiplier stays 0
     L = power_lambda_max(Ks, power_iters)
     a = torch.zeros_like(cs)
     if L <= 0.0:
@@ -64,6 +67,8 @@ def solve_nonneg_qp_torch(K: torch.Tensor, c: torch.Tensor, iters: int = 10, sca
     z, t = a.clone(), 1.0
     for _ in range(iters):
         a_new = torch.clamp(z - step * (Ks @ z + cs), min=0.0)
+        if float((z - a_new) @ (a_new - a)) > 0.0:      # adaptive restart (O'Donoghue & Candès 2015)
+            t = 1.0
         t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
         z = a_new + ((t - 1.0) / t_new) * (a_new - a)
         a, t = a_new, t_new

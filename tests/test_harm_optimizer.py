@@ -1,0 +1,317 @@
+"""Chapter 09 (harm_optimizer): the QP solver against cvxpy and a closed form, the C++ kernel against its
+torch reference, the last-layer Gram against explicit per-sample gradients, the optimizers against
+torch.optim, the first-order guarantee, and every claim and control made to hold and to fail."""
+from __future__ import annotations
+
+import copy
+
+import cvxpy as cp
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call, grad, vmap
+
+from repro.common import ConfigError
+from repro import harm_optimizer as ho
+from repro.harm_optimizer import experiments as ex, qp, verdicts as V
+from repro.harm_optimizer.optim import per_sample_grads
+
+torch.set_num_threads(1)
+
+
+def _psd(B, cond, seed):
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.normal(size=(B, B)))
+    ev = np.logspace(0, np.log10(cond), B)
+    return Q @ np.diag(ev) @ Q.T, rng.normal(size=B)
+
+
+def _cvx(K, c):
+    a = cp.Variable(len(c))
+    prob = cp.Problem(cp.Minimize(0.5 * cp.quad_form(a, cp.psd_wrap(K)) + c @ a), [a >= 0])
+    prob.solve()
+    return a.value, prob.value
+
+
+# ----------------------------------------------------------------------------- the solver
+
+@pytest.mark.parametrize("backend", ["torch", "cpp"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_solver_matches_cvxpy(backend, seed):
+    K, c = _psd(24, 1e4, seed)
+    _, obj = _cvx(K, c)
+    a = ho.solve_nonneg_qp(torch.tensor(K), torch.tensor(c), iters=500, backend=backend)
+    mine = qp.dual_objective(torch.tensor(K), torch.tensor(c), a)
+    assert (a >= 0).all()
+    assert abs(mine - obj) <= 1e-4 * abs(obj)
+    # KKT: gradient >= -tol everywhere, ~0 where α > 0
+    g = K @ a.numpy() + c
+    assert g.min() > -1e-2 * np.abs(c).max()
+
+
+def test_jacobi_scaling_does_not_change_the_solution():
+    K, c = _psd(12, 30, 3)
+    a1 = ho.solve_nonneg_qp_torch(torch.tensor(K), torch.tensor(c), iters=3000, scale="jacobi")
+    a2 = ho.solve_nonneg_qp_torch(torch.tensor(K), torch.tensor(c), iters=3000, scale="none")
+    assert torch.allclose(a1, a2, atol=1e-6)
+
+
+def test_closed_form_one_sample():
+    for k, c in [(2.0, -3.0), (2.0, 1.0), (0.5, -0.1)]:
+        a = ho.solve_nonneg_qp(torch.tensor([[k]], dtype=torch.float64), torch.tensor([c], dtype=torch.float64), iters=50)
+        assert float(a[0]) == pytest.approx(max(0.0, -c / k), rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("iters", [1, 5, 10, 40])
+def test_kernel_matches_torch_reference(iters):
+    K, c = _psd(64, 1e3, iters)
+    K[5, :] = K[:, 5] = 0.0            # an empty constraint (g_i = 0)
+    a_t = ho.solve_nonneg_qp(torch.tensor(K), torch.tensor(c), iters=iters, backend="torch")
+    a_c = ho.solve_nonneg_qp(torch.tensor(K), torch.tensor(c), iters=iters, backend="cpp")
+    assert torch.allclose(a_t, a_c, rtol=1e-9, atol=1e-12)
+    assert float(a_c[5]) == 0.0
+
+
+def test_exact_qp_removes_first_order_harm():
+    rng = np.random.default_rng(0)
+    G = torch.tensor(rng.normal(size=(16, 40)))
+    d_opt = torch.tensor(rng.normal(size=40)) + G.mean(0)
+    a = ho.solve_nonneg_qp(G @ G.T, G @ d_opt, iters=500)
+    d = d_opt + G.T @ a
+    assert ((G @ d_opt) < 0).sum() > 0
+    assert ((G @ d) >= -1e-4 * G.norm(dim=1) * d.norm()).all()
+
+
+def test_two_sample_toy_conflict_is_removed():
+    g1, g2 = torch.tensor([1.0, 0.0]), torch.tensor([-0.5, 1.0])      # conflicting samples
+    G = torch.stack([g1, g2]).double()
+    d_opt = G.mean(0) * 0 + torch.tensor([1.0, 0.1]).double()       # harms sample 2: g2ᵀd < 0
+    assert float(G[1] @ d_opt) < 0
+    a = ho.solve_nonneg_qp(G @ G.T, G @ d_opt, iters=200)
+    d = d_opt + G.T @ a
+    assert float(G[1] @ d) >= -1e-8 and float(G[0] @ d) >= 0
+    assert float(a[0]) == 0.0 and float(a[1]) > 0                   # only the harmed sample gets a multiplier
+    before, after = qp.violations(G @ d_opt, (G @ G.T) @ a, G.norm(dim=1), float(d_opt.norm()))
+    assert (before, after) == (1, 0)
+
+
+def test_cap_shrinks_large_corrections():
+    K = torch.eye(3, dtype=torch.float64) * 4
+    a, bound = qp.cap_correction(torch.tensor([1.0, 0, 0], dtype=torch.float64), K, d_norm=1.0, cap=1.0)
+    assert bound and float(torch.sqrt(a @ K @ a)) == pytest.approx(1.0)
+    a2, bound2 = qp.cap_correction(torch.tensor([0.1, 0, 0], dtype=torch.float64), K, d_norm=1.0, cap=1.0)
+    assert not bound2 and float(a2[0]) == pytest.approx(0.1)
+
+
+# ----------------------------------------------------------------------------- last-layer Gram
+
+def _head_grads(model, x, y):
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def loss_one(p, xi, yi):
+        return F.cross_entropy(functional_call(model, p, (xi[None],)), yi[None])
+
+    g = vmap(grad(loss_one), in_dims=(None, 0, 0))(params, x, y)
+    return torch.cat([g["head.weight"], g["head.bias"][:, :, None]], dim=2).reshape(len(y), -1)
+
+
+@pytest.mark.parametrize("kind", ["digits", "mnist1d"])
+def test_lastlayer_gram_equals_explicit_per_sample_gradients(kind):
+    torch.manual_seed(0)
+    model = ho.MLP(64, 32) if kind == "digits" else ho.CNN1D(8)
+    x = torch.randn(10, 64) if kind == "digits" else torch.randn(10, 1, 40)
+    y = torch.randint(0, 10, (10,))
+    Gh = _head_grads(model, x, y).double()
+    with torch.no_grad():
+        h = model.features(x)
+        e = torch.softmax(model.head(h), 1) - F.one_hot(y, 10)
+        hb = ho.with_bias(h)
+    assert torch.allclose(ho.lastlayer_gram(e, hb).double(), Gh @ Gh.T, atol=1e-6)
+    pinv = torch.rand(10, hb.shape[1]) + 0.5
+    assert torch.allclose(ho.lastlayer_gram(e, hb, pinv).double(), (Gh * pinv.reshape(-1).double()) @ Gh.T, atol=1e-6)
+    D = torch.randn(10, hb.shape[1])
+    assert torch.allclose(ho.lastlayer_c(e, hb, D).double(), Gh @ D.reshape(-1).double(), atol=1e-6)
+
+
+def test_weighted_backward_equals_G_transpose_weights():
+    torch.manual_seed(1)
+    model = ho.MLP(64, 16)
+    x, y = torch.randn(8, 64), torch.randint(0, 10, (8,))
+    G = per_sample_grads(model, x, y)
+    w = torch.rand(8) + 1 / 8
+    losses = F.cross_entropy(model(x), y, reduction="none")
+    gw = torch.autograd.grad(losses, list(model.parameters()), grad_outputs=w)
+    assert torch.allclose(torch.cat([g.reshape(-1) for g in gw]), G.T @ w, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- optimizers
+
+@pytest.mark.parametrize("name", ["sgdm", "adamw"])
+def test_harm_with_zero_alpha_reproduces_torch(name):
+    torch.manual_seed(0)
+    a = ho.MLP(64, 32)
+    b = copy.deepcopy(a)
+    hp = {"lr": 0.05 if name == "sgdm" else 1e-3, "weight_decay": 5e-4 if name == "sgdm" else 1e-2, "momentum": 0.9}
+    oa = ho.make_optimizer(name, a, hp)
+    ob = ho.make_optimizer(f"harm_{name}", b, hp, force_zero_alpha=True)
+    g = torch.Generator().manual_seed(0)
+    for t in range(10):
+        x, y = torch.randn(16, 64, generator=g), torch.randint(0, 10, (16,), generator=g)
+        lr = hp["lr"] * (1 - t / 20)
+        oa.step_batch(x, y, lr)
+        ob.step_batch(x, y, lr)
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.allclose(p, q, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["harm_sgdm", "harm_adamw"])
+@pytest.mark.parametrize("in_state", [False, True])
+def test_harm_step_reduces_last_layer_violations(name, in_state):
+    torch.manual_seed(0)
+    model = ho.MLP(64, 32)
+    opt = ho.make_optimizer(name, model, {"lr": 0.05 if "sgdm" in name else 1e-3, "weight_decay": 1e-3},
+                            qp_iters=50, correction_in_state=in_state)
+    g = torch.Generator().manual_seed(0)
+    tb = ta = 0
+    for _ in range(5):
+        x, y = torch.randn(32, 64, generator=g), torch.randint(0, 10, (32,), generator=g)
+        info = opt.step_batch(x, y)
+        tb, ta = tb + info.viol_before, ta + info.viol_after
+        assert (info.alpha >= 0).all()
+    assert tb > 0 and ta <= 0.5 * tb
+
+
+def test_exact_mode_runs_and_removes_violations():
+    torch.manual_seed(0)
+    model = ho.MLP(64, 16)
+    opt = ho.make_optimizer("harm_sgdm", model, {"lr": 0.05, "weight_decay": 5e-4}, qp_iters=200, mode="exact")
+    x, y = torch.randn(16, 64), torch.randint(0, 10, (16,))
+    info = opt.step_batch(x, y)
+    assert info.viol_before > 0 and info.viol_after == 0
+
+
+def test_train_run_is_deterministic_and_measures_harm():
+    sp = ho.load("digits")
+    cfg = ho.Config.from_profile("smoke")
+    hp = ex.hparams(cfg, "digits", "sgdm")
+    r1 = ex.train_run(sp, "harm_sgdm", 3, 12, hp, 16, 2, ex.harm_kwargs(cfg), checkpoint_steps=[4])
+    r2 = ex.train_run(sp, "harm_sgdm", 3, 12, hp, 16, 2, ex.harm_kwargs(cfg), checkpoint_steps=[4])
+    assert r1.frac_harmed == r2.frac_harmed and r1.test_acc == r2.test_acc
+    assert len(r1.harm_step) == 6 and all(0 <= f <= 1 for f in r1.frac_harmed)
+    assert r1.checkpoints and 0 <= r1.checkpoints[0]["first_order_agree"] <= 1
+
+
+def test_harm_stats_and_gram_agreement():
+    fh, mp = ho.harm_stats(torch.tensor([1.0, 1.0, 1.0, 1.0]), torch.tensor([1.5, 1.0, 0.5, 1.0 + 1e-8]))
+    assert fh == 0.25 and mp == pytest.approx(0.125)
+    rng = np.random.default_rng(0)
+    G = rng.normal(size=(12, 30))
+    K = G @ G.T
+    rho, sign = ho.gram_agreement(K, K)
+    assert rho == pytest.approx(1.0) and sign == 1.0
+    rho2, _ = ho.gram_agreement(K, -K + 200 * np.eye(12))
+    assert rho2 < 0
+
+
+def test_interpolate_length_and_data_shapes():
+    x = torch.randn(3, 1, 40)
+    assert ho.interpolate_length(x, 160).shape == (3, 1, 160)
+    d = ho.load_digits_split()
+    assert d.x_train.shape == (1437, 64) and d.x_test.shape == (360, 64)
+
+
+def test_config_rejects_bad_values():
+    for bad, word in [(dict(qp_iters=0), "qp_iters"), (dict(optimizers=("harm_sgdm", "adamw")), "optimizers"),
+                      (dict(datasets=("cifar",)), "datasets"), (dict(batch_size="x"), "batch_size"),
+                      (dict(exact_seeds=9), "exact_seeds"), (dict(correction_cap=0), "correction_cap")]:
+        with pytest.raises(ConfigError, match=word):
+            ho.Config.from_profile("full", **bad)
+    with pytest.raises(ConfigError):
+        ho.Config.from_profile("huge")
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+def _summary(harm_frac=0.1, base_frac=0.4, acc_gain=0.01, pos_ratio=0.5, norm_ratio=1.0, n=5, noise=0.002,
+             train_loss=0.05, compute_gain=0.0):
+    rows = []
+    rng = np.random.default_rng(0)
+    for ds in ("mnist1d", "digits"):
+        for s in range(n):
+            for x in ("sgdm", "adamw"):
+                acc = 0.9 + rng.normal(0, 0.01)
+                for opt, f, a, p, nrm in ((x, base_frac, acc, 0.01, 1.0),
+                                          (f"harm_{x}", harm_frac + rng.normal(0, noise),
+                                           acc + acc_gain + rng.normal(0, noise), 0.01 * pos_ratio + rng.normal(0, 1e-5),
+                                           norm_ratio)):
+                    rows.append(dict(dataset=ds, optimizer=opt, variant="main", seed=s, frac_harmed=f, mean_pos_inc=p,
+                                     test_acc=a, train_loss=train_loss, upd_norm_median=nrm, viol_before=100,
+                                     viol_after=20 if opt.startswith("harm") else 0))
+                if s < 3:
+                    rows.append(dict(dataset=ds, optimizer=x, variant="compute_matched", seed=s, frac_harmed=base_frac,
+                                     mean_pos_inc=0.01, test_acc=acc + compute_gain + rng.normal(0, noise / 4),
+                                     train_loss=train_loss, upd_norm_median=1.0, viol_before=0, viol_after=0))
+    return pd.DataFrame(rows)
+
+
+def _cp(ll=0.85, label=0.5, agree=0.95):
+    return pd.DataFrame([dict(dataset=ds, optimizer="sgdm", step=s, spearman_ll=ll, spearman_e=ll, spearman_label=label,
+                              sign_ll=0.7, sign_e=0.7, conflict_frac=0.5, h_gram_positive=1.0, first_order_agree=agree)
+                         for ds in ("mnist1d", "digits") for s in range(5)])
+
+
+def _exact(base=0.4, proxy=0.15, exact=0.1):
+    return pd.DataFrame([dict(variant=v, seed=s, frac_harmed=f + 0.001 * s)
+                         for s in range(3) for v, f in (("short", base), ("proxy", proxy), ("exact", exact))])
+
+
+def _ok(d):
+    return d["holds"] is True and not d.get("inconclusive")
+
+
+def test_controls_pass_and_fail():
+    assert _ok(V.k1(_cp(), _summary()))
+    assert not V.k1(_cp(agree=0.6), _summary())["holds"]
+    bad = _summary()
+    bad.loc[bad.optimizer.str.startswith("harm"), "viol_after"] = 80
+    assert not V.k1(_cp(), bad)["holds"]
+    assert V.k2(_summary())["holds"] and not V.k2(_summary(norm_ratio=2.0))["holds"]
+    s = _summary(norm_ratio=2.0)
+    extra = s[(s.variant == "main") & ~s.optimizer.str.startswith("harm") & (s.seed < 3)].assign(variant="lr_matched")
+    assert V.k2(pd.concat([s, extra]))["holds"]
+    assert V.k3(_cp())["holds"] and not V.k3(_cp(ll=0.55))["holds"]
+    assert V.k4(_summary(), "mnist1d")["holds"]
+    assert not V.k4(_summary(train_loss=0.5), "mnist1d")["holds"]
+    assert not V.k4(_summary(noise=0.05), "digits")["holds"]
+    assert V.k5(_exact())["holds"] and not V.k5(_exact(exact=0.35))["holds"]
+
+
+def test_claims_hold_and_fail():
+    assert _ok(V.c1(_summary()))
+    assert V.c1(_summary(harm_frac=0.38))["holds"] is False and not V.c1(_summary(harm_frac=0.38))["inconclusive"]
+    assert V.c1(_summary(n=2))["inconclusive"]
+    assert _ok(V.c1b(_summary()))
+    f = V.c1b(_summary(pos_ratio=3.0))
+    assert f["holds"] is False and not f["inconclusive"]
+    assert _ok(V.c2(_cp())) and V.c2(_cp(ll=0.6))["holds"] is False
+    assert _ok(V.c3(_exact())) and V.c3(_exact(proxy=0.35))["holds"] is False
+    assert _ok(V.c4a(_summary())) and _ok(V.c4b(_summary()))
+    f = V.c4a(_summary(acc_gain=-0.02))
+    assert f["holds"] is False and not f["inconclusive"]
+    assert V.c4a(_summary(compute_gain=0.03))["holds"] is False
+    ov = pd.DataFrame([dict(axis=a, size=s, harm="harm_sgdm", overhead=o, extra_ms=1.0, repeats_agree=True)
+                       for a in ("width", "length") for s, o in ((64, 1.0), (256, 0.5), (1024, 0.2))])
+    assert _ok(V.c5(ov, ["harm_sgdm"]))
+    ov2 = ov.copy()
+    ov2.loc[ov2["size"] == 1024, "overhead"] = 0.9
+    assert V.c5(ov2, ["harm_sgdm"])["holds"] is False and not V.c5(ov2, ["harm_sgdm"])["inconclusive"]
+    ov3 = ov.copy()
+    ov3["repeats_agree"] = False
+    assert V.c5(ov3, ["harm_sgdm"])["inconclusive"]
+
+
+def test_claims_and_controls_are_declared():
+    assert set(V.CLAIMS) == {"C1", "C1b", "C2", "C3", "C4a", "C4b", "C5"}
+    assert set(V.CONTROLS) == {"K1", "K2", "K3", "K4a", "K4b", "K5"}
