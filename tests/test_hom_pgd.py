@@ -1,0 +1,333 @@
+"""Tests of chapter 14 (Hom-PGD+): the QCQP family, the INN, the optimiser, the baselines, the verdicts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from repro import hom_pgd as hp
+from repro.common import ConfigError
+from repro.hom_pgd import baselines as bl
+from repro.hom_pgd import verdicts as V
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def fam():
+    return hp.QCQPFamily(6, 4, seed=3)
+
+
+def _random_inn(n=6, m=4, blocks=3, hidden=16, seed=0):
+    torch.manual_seed(seed)
+    inn = hp.CondRealNVP(n, m, blocks, hidden)
+    with torch.no_grad():
+        for layer in inn.layers:
+            layer.net[-1].weight.normal_(0, 0.3)
+            layer.net[-1].bias.normal_(0, 0.1)
+        inn.log_a.normal_(0, 0.1)
+        inn.shift.normal_(0, 0.05)
+    return inn
+
+
+# ----------------------------------------------------------------------------- problems
+
+def test_origin_strictly_feasible_for_every_scale(fam):
+    s = torch.tensor(np.linspace(0.9, 1.1, 11)[:, None].repeat(fam.m, 1))
+    g = fam.quad_constraints(torch.zeros(len(s), fam.n, dtype=torch.float64), s)
+    assert (g < 0).all()
+    assert (fam.violation(torch.zeros(len(s), fam.n, dtype=torch.float64), s) == 0).all()
+
+
+def test_violation_matches_direct_evaluation(fam):
+    rng = np.random.default_rng(0)
+    inst = fam.sample(5, rng)
+    x = rng.uniform(-5, 5, (5, fam.n))
+    v = fam.violation(torch.tensor(x), torch.tensor(inst.s)).numpy()
+    for i in range(5):
+        assert v[i] == pytest.approx(bl.max_violation(fam, x[i], inst.s[i]), abs=1e-12)
+        g = [0.5 * x[i] @ fam.Qc[j] @ x[i] + fam.pc[j] @ x[i] - inst.s[i, j] * fam.b_base[j] for j in range(fam.m)]
+        np.testing.assert_allclose(fam.np_constraints(x[i], inst.s[i]), g, atol=1e-12)
+
+
+def test_gradients_match_finite_differences(fam):
+    rng = np.random.default_rng(1)
+    inst = fam.sample(1, rng)
+    x = rng.standard_normal(fam.n)
+    h = 1e-6
+    E = np.eye(fam.n)
+    fd_jac = np.stack([(fam.np_constraints(x + h * E[k], inst.s[0]) - fam.np_constraints(x - h * E[k], inst.s[0]))
+                       / (2 * h) for k in range(fam.n)], 1)
+    np.testing.assert_allclose(fam.np_jac_constraints(x), fd_jac, atol=1e-6)
+    f = lambda y: 0.5 * y @ inst.Q[0] @ y + inst.p[0] @ y      # noqa: E731
+    fd_grad = np.array([(f(x + h * E[k]) - f(x - h * E[k])) / (2 * h) for k in range(fam.n)])
+    np.testing.assert_allclose(inst.Q[0] @ x + inst.p[0], fd_grad, atol=1e-6)
+    xt = torch.tensor(x[None], requires_grad=True)
+    hp.QCQPFamily.objective(xt, torch.tensor(inst.Q), torch.tensor(inst.p)).sum().backward()
+    np.testing.assert_allclose(xt.grad.numpy()[0], fd_grad, atol=1e-6)
+
+
+def test_quantile_rhs_binds_more_than_authors():
+    ours = hp.QCQPFamily(10, 10, seed=0)
+    authors = hp.QCQPFamily(10, 10, seed=0, rhs="authors")
+    assert hp.experiments.radial_infeasible(ours, 20_000, 0) > 0.3
+    assert hp.experiments.radial_infeasible(authors, 20_000, 0) < 0.1
+
+
+def test_ray_reentry_zero_for_star_shaped_and_positive_when_not():
+    fam = hp.QCQPFamily(2, 1, seed=0, rhs="authors")
+    fam.Qc[:] = np.eye(2)[None]           # g = ½‖x‖² − b: a disc, star-shaped
+    fam.pc[:] = 0
+    fam.b_base[:] = 2.0
+    assert hp.ray_reentry(fam, np.ones(1), 200, np.random.default_rng(0)) == 0.0
+    fam.Qc[:] = -np.eye(2)[None]          # g = −½‖x‖² + 3 x₁ − b: leaves and comes back along x₁ > 0
+    fam.pc[:] = np.array([[3.0, 0.0]])
+    fam.b_base[:] = 1.0
+    assert hp.ray_reentry(fam, np.ones(1), 400, np.random.default_rng(0)) > 0.1
+
+
+# ----------------------------------------------------------------------------- INN
+
+def test_inn_inverse_and_untrained_is_radial():
+    inn = _random_inn()
+    z = hp.sample_ball(64, 6, torch.Generator().manual_seed(0))
+    c = torch.rand(64, 4) * 2 - 1
+    with torch.no_grad():
+        x = inn.map(z, c)
+        assert float((inn.inverse(x, c) - z).abs().max()) <= 1e-5
+        fresh = hp.CondRealNVP(6, 4, 3, 16)
+        torch.testing.assert_close(fresh.map(z, c), 5 * z)
+
+
+def test_logdet_matches_autograd_jacobian():
+    inn = _random_inn().double()
+    z = hp.sample_ball(8, 6, torch.Generator().manual_seed(1)).double()
+    c = (torch.rand(8, 4, generator=torch.Generator().manual_seed(2)) * 2 - 1).double()
+    _, logdet, _ = inn(z, c)
+    for i in range(8):
+        J = torch.autograd.functional.jacobian(lambda v: inn.map(v[None], c[i:i + 1])[0], z[i])
+        ref = torch.linalg.slogdet(J)[1] - 6 * np.log(5.0)     # logdet excludes the constant n log 5
+        assert float(logdet[i].detach()) == pytest.approx(float(ref), abs=1e-4)
+
+
+def test_sample_ball_is_uniform_radius():
+    z = hp.sample_ball(50_000, 4, torch.Generator().manual_seed(0))
+    r = z.norm(dim=1)
+    assert float(r.max()) <= 1 + 1e-6
+    assert float((r <= 0.5).float().mean()) == pytest.approx(0.5 ** 4, abs=0.01)
+
+
+def test_training_is_deterministic_and_lowers_penalty(fam):
+    torch.manual_seed(0)
+    a, ra = hp.train_mdh(hp.CondRealNVP(6, 4, 2, 16), fam, 60, 64, seed=5, checkpoints=(30, 60))
+    torch.manual_seed(0)
+    b, rb = hp.train_mdh(hp.CondRealNVP(6, 4, 2, 16), fam, 60, 64, seed=5)
+    assert ra.history["loss"] == rb.history["loss"]
+    assert set(ra.checkpoints) == {30, 60}
+    assert hp.eps_inn(a.map, fam, 5000, 0) < hp.eps_inn(hp.radial_map(5.0), fam, 5000, 0)
+
+
+# ----------------------------------------------------------------------------- optimiser
+
+def test_proj_ball_properties():
+    z = torch.randn(200, 5) * 2
+    p = hp.proj_ball(z)
+    torch.testing.assert_close(hp.proj_ball(p), p)
+    inside = z.norm(dim=1) <= 1
+    torch.testing.assert_close(p[inside], z[inside])
+    out = ~inside
+    torch.testing.assert_close(p[out].norm(dim=1), torch.ones(int(out.sum())))
+    # nearest point: no other point of the ball (random samples) is closer
+    q = hp.sample_ball(2000, 5, torch.Generator().manual_seed(0))
+    for i in torch.nonzero(out).flatten()[:10]:
+        assert float((z[i] - p[i]).norm()) <= float((z[i] - q).norm(dim=1).min()) + 1e-6
+
+
+def test_segment_bisection_feasible_and_near_grid_optimum(fam):
+    inn = _random_inn()
+    gen = torch.Generator().manual_seed(3)
+    s = fam.sample_s(20, gen)
+    c = fam.condition(s)
+    z_to = torch.randn(20, 6, generator=gen)
+    z_to = z_to / z_to.norm(dim=1, keepdim=True)
+    z_from = torch.zeros(20, 6)
+    ok0 = fam.violation(inn.map(z_from, c), s) <= hp.FEAS_TOL
+    z_from, z_to, s, c = z_from[ok0], z_to[ok0], s[ok0], c[ok0]
+    steps = 10
+    with torch.no_grad():
+        zb, t = hp.segment_bisection(inn.map, fam, z_from, z_to, c, s, steps)
+        assert (fam.violation(inn.map(zb, c), s) <= hp.FEAS_TOL).all()
+        grid = torch.linspace(0, 1, 1000)
+        for i in range(len(zb)):
+            pts = z_from[i] + grid[:, None] * (z_to[i] - z_from[i])
+            feas = (fam.violation(inn.map(pts, c[i].expand(1000, -1)), s[i].expand(1000, -1)) <= hp.FEAS_TOL).numpy()
+            first_bad = np.argmin(feas) if not feas.all() else 999
+            t_grid = float(grid[max(first_bad - 1, 0)])     # the feasible prefix found by the grid
+            assert float(t[i]) >= t_grid - 2.0 ** -steps - 1e-3
+
+
+class _Ball:
+    """C = the unit ball, no conditioning: Hom-PGD with Φ = id is plain PGD."""
+
+    n, m, radius = 3, 1, 1.0
+
+    @staticmethod
+    def condition(s):
+        return torch.as_tensor(s, dtype=torch.float32)
+
+    def violation(self, x, s):
+        return (x.double().norm(dim=1) - 1).clamp_min(0).to(x.dtype)
+
+    objective = staticmethod(hp.QCQPFamily.objective)
+
+
+def test_identity_map_reduces_to_pgd_and_matches_cvxpy():
+    import cvxpy as cp
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((3, 3))
+    Q = A @ A.T + 0.5 * np.eye(3)
+    p = np.array([2.0, -1.5, 1.0])
+    x = cp.Variable(3)
+    cp.Problem(cp.Minimize(0.5 * cp.quad_form(x, Q) + p @ x), [cp.norm(x) <= 1]).solve()
+    inst = hp.Instances(np.ones((1, 1)), Q[None], p[None])
+    r = hp.hom_pgd(lambda z, c: z, _Ball(), inst, 3000, lr=0.1, decay=1.0)
+    assert r.bisect_rate == 0.0
+    np.testing.assert_allclose(r.x[0], x.value, atol=1e-4)
+
+
+def test_hom_pgd_iterates_are_feasible(fam):
+    inn = _random_inn()
+    inst = fam.sample(16, np.random.default_rng(2))
+    r = hp.hom_pgd(inn.map, fam, inst, 30)
+    ok = r.z0_feasible
+    assert (r.viol[ok] <= hp.FEAS_TOL).all()
+    assert r.g2_trace.shape == (31, 16) and r.f_trace.shape == (31, 16)
+    assert np.all(np.diff(np.minimum.accumulate(r.g2_trace, 0), axis=0) <= 0)
+
+
+def test_gradient_mapping_zero_at_interior_stationary_point():
+    z = torch.tensor([[0.2, -0.1]])
+    assert float(hp.gradient_mapping(z, torch.zeros_like(z), 0.1).abs().max()) == 0.0
+    z = torch.tensor([[1.0, 0.0]])                    # on the sphere, gradient pointing inward-normal: stationary
+    assert float(hp.gradient_mapping(z, torch.tensor([[-3.0, 0.0]]), 0.1).abs().max()) < 1e-7
+
+
+# ----------------------------------------------------------------------------- baselines
+
+def test_shor_bound_below_slsqp(fam):
+    inst = fam.sample(10, np.random.default_rng(4))
+    res = bl.slsqp_batch(fam, inst, 3, seed=0)
+    for i, r in enumerate(res):
+        if r.viol <= 1e-6:
+            assert bl.shor_sdp_bound(fam, inst.Q[i], inst.p[i], inst.s[i]) <= r.f + 1e-6
+
+
+def test_slsqp_analytic_and_finite_difference_agree(fam):
+    inst = fam.sample(3, np.random.default_rng(6))
+    for i in range(3):
+        x0 = np.full(fam.n, 0.1)
+        xa, _ = bl.slsqp_single(fam, inst.Q[i], inst.p[i], inst.s[i], x0)
+        xf, _ = bl.slsqp_single(fam, inst.Q[i], inst.p[i], inst.s[i], x0, analytic=False)
+        f = lambda x: 0.5 * x @ inst.Q[i] @ x + inst.p[i] @ x     # noqa: E731
+        assert f(xa) == pytest.approx(f(xf), rel=1e-4, abs=1e-6)
+
+
+def test_exact_projection_and_alm_run(fam):
+    inst = fam.sample(2, np.random.default_rng(7))
+    r = bl.pgd_exact_projection(fam, inst, 0, 5, lr=1.0)
+    assert r["viol"] <= 1e-5 and r["f"][-1] <= 0
+    a = bl.penalty_alm(fam, inst, 50)
+    assert a["x"].shape == (2, fam.n)
+
+
+# ----------------------------------------------------------------------------- config
+
+@pytest.mark.parametrize("kw", [dict(n_var=1), dict(n_var="10"), dict(checkpoints=[100, 50, 4000]),
+                                dict(checkpoints=[250, 1000]), dict(lr_latent=-1.0), dict(slsqp_starts=30),
+                                dict(n_sdp=1000), dict(widths_sweep=[32]), dict(bogus=1)])
+def test_config_rejects_bad_values(kw):
+    with pytest.raises(ConfigError):
+        hp.Config.from_profile("full", **kw)
+
+
+def test_config_profiles():
+    assert hp.Config.from_profile("smoke").n_var == 4
+    assert hp.Config.from_profile("full").checkpoints == (250, 1000, 4000)
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+def _k1(active, radial, reentry):
+    return {10: dict(active=active, radial_infeasible=radial, reentry=reentry),
+            30: dict(active=0.5, radial_infeasible=0.4, reentry=0.0)}
+
+
+def test_k1():
+    assert V.k1(_k1(0.5, 0.4, 0.0))["holds"]
+    assert not V.k1(_k1(0.3, 0.4, 0.0))["holds"]
+    assert not V.k1(_k1(0.5, 0.2, 0.0))["holds"]
+    assert not V.k1(_k1(0.5, 0.4, 0.05))["holds"]
+
+
+def test_k2():
+    assert V.k2(0.05, 0.4, 0.9, 0.02, 0.03)["holds"]
+    assert not V.k2(0.25, 0.4, 0.9, 0.02, 0.03)["holds"]
+    assert not V.k2(0.05, 0.4, 0.5, 0.02, 0.03)["holds"]
+    assert not V.k2(0.05, 0.4, 0.9, 0.04, 0.03)["holds"]
+
+
+def test_k3():
+    good = dict(sdp_minus_ref=[-1e-3, 0.0], best5=[-1.0] * 10, best20=[-1.0] * 10, slsqp_ms=1.0, slsqp_fd_ms=5.0,
+                gap_n30=0.05, z0_feasible=1.0)
+    assert V.k3(**good)["holds"]
+    assert not V.k3(**{**good, "sdp_minus_ref": [1e-3]})["holds"]
+    assert not V.k3(**{**good, "best20": [-1.1] * 10})["holds"]
+    assert not V.k3(**{**good, "gap_n30": 0.2})["holds"]
+    assert not V.k3(**{**good, "gap_n30": None})["holds"]
+    assert not V.k3(**{**good, "z0_feasible": 0.99})["holds"]
+
+
+def test_k4():
+    rng = np.random.default_rng(0)
+    falling = np.concatenate([np.linspace(1, 0.2, 1000), 0.2 + 0.01 * rng.standard_normal(3000)])
+    assert V.k4(falling, 250)["holds"]
+    flat = 0.2 + 0.01 * rng.standard_normal(4000)
+    assert not V.k4(flat, 250)["holds"]
+
+
+def test_c1():
+    assert V.c1([0.0, 1e-6], [True, True])["holds"]
+    assert not V.c1([0.0, 2e-5], [True, True])["holds"]
+
+
+def test_c2():
+    assert V.c2([0.01] * 9 + [0.2])["holds"]
+    assert not V.c2([0.01] * 7 + [0.2] * 3)["holds"]
+
+
+def test_c3():
+    assert V.c3a({10: 0.1, 30: 0.5, 60: 2.0})["holds"]
+    assert not V.c3a({10: 0.1, 30: 0.05, 60: 2.0})["holds"]
+    assert V.c3a({10: 0.1}, smoke=True)["holds"] is None
+    assert V.c3b(6.0, 100.0)["holds"]
+    assert not V.c3b(0.5, float("inf"))["holds"]
+
+
+def test_c4():
+    k = np.arange(301)
+    assert V.c4(k, 1.0 / (k + 1.0) ** 1.2, 0.0)["holds"]
+    assert not V.c4(k, 1.0 / (k + 1.0) ** 0.3, 0.0)["holds"]
+    assert V.c4(k, np.full(301, 1e-12), 0.0)["holds"] is None
+
+
+def test_c5():
+    assert V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.5, 0.4, 0.3], [0.2, 0.1, 0.1])["holds"]
+    assert not V.c5([1, 2, 3], [0.3, 0.2, 0.25], [0.5, 0.4, 0.3], [0.2, 0.1, 0.1])["holds"]
+    assert not V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.5, 0.4, 0.3], [0.1, 0.2, 0.1])["holds"]
+
+
+def test_c6():
+    W = [1e4, 3e4, 1e5, 4e5]
+    assert V.c6(W, [0.03 + 1e-7 * w for w in W])["holds"]
+    assert not V.c6(W, [0.05, 0.01, 0.06, 0.02])["holds"]
+    assert V.c6(W, [0.1] * 4, smoke=True)["holds"] is None
