@@ -310,3 +310,9 @@ def test_c6_hold_and_fail():
 def test_claims_and_controls_ids():
     assert list(V.CLAIMS) == ["C1a", "C1b", "C2", "C3", "C4", "C5", "C6"]
     assert list(V.CONTROLS) == ["K1", "K2", "K3", "K4"]
+
+
+def test_the_dense_checkpoint_does_not_depend_on_the_master_seed():
+    a, b = D.Config.from_profile("full", seed=0), D.Config.from_profile("full", seed=4)
+    assert D.base_key(a, "x") == D.base_key(b, "x")
+    assert D.base_key(a, "x") != D.base_key(D.Config.from_profile("full", base_seed=1), "x")

@@ -37,6 +37,8 @@ class Config(BaseConfig):
     lr: float = knob(3e-3, gt=0, le=0.1, doc="peak learning rate (5 % warm-up, cosine to 10 %)")
     weight_decay: float = knob(0.1, ge=0, le=1, doc="AdamW weight decay on matrices")
     use_cached_base: bool = knob(True, doc="reuse the dense checkpoint in data/cache/decomper/ if its config matches")
+    base_seed: int = knob(0, ge=0, doc="seed of the dense model's training: fixed across master seeds, like a "
+                                         "pretrained checkpoint (the master seed draws the calibration sets)")
     split_seed: int = knob(0, ge=0, doc="seed of the 90/5/5 file split (fixed across master seeds: one test set)")
     # compression and compensation
     ratios: tuple[float, ...] = knob((0.2, 0.4, 0.6), gt=0, lt=1, min_len=1,

@@ -58,16 +58,19 @@ def param_count(model: torch.nn.Module) -> int:
 
 @torch.no_grad()
 def latency(models: dict[str, LlamaLM], x: torch.Tensor, n: int = 50, warmup: int = 5) -> dict[str, np.ndarray]:
-    """Seconds per forward of each model on ``x`` (batch 1), ``n`` rounds with the models interleaved (order
-    rotated every round) after ``warmup`` untimed rounds: per-model arrays of matched times."""
+    """CPU seconds per forward of each model on ``x`` (batch 1), ``n`` rounds with the models interleaved (order
+    rotated every round) after ``warmup`` untimed rounds: per-model arrays of matched times.
+
+    Thread CPU time (``time.thread_time``), not wall time: with one compute thread it equals the latency on an idle
+    machine, and it does not count the time other processes hold the core (the book's machines are shared)."""
     names = list(models)
     times = {k: [] for k in names}
     for i in range(warmup + n):
         order = names[i % len(names):] + names[: i % len(names)]
         for k in order:
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             models[k](x)
-            dt = time.perf_counter() - t0
+            dt = time.thread_time() - t0
             if i >= warmup:
                 times[k].append(dt)
     return {k: np.array(v) for k, v in times.items()}

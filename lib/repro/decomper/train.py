@@ -8,6 +8,7 @@ temporary file renamed into place.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import math
@@ -26,7 +27,7 @@ from .data import batches
 from .model import LlamaLM, build_model, lm_loss
 
 TRAIN_FIELDS = ("n_layers", "d_model", "n_heads", "d_ff", "seq_len", "train_steps", "batch_size", "lr",
-                "weight_decay", "split_seed", "seed")
+                "weight_decay", "split_seed")
 
 
 def train_base(model: LlamaLM, cfg, train_data: np.ndarray) -> dict:
@@ -65,7 +66,8 @@ def train_base(model: LlamaLM, cfg, train_data: np.ndarray) -> dict:
 
 def base_key(cfg, corpus_sha: str) -> str:
     h = hashlib.sha256()
-    h.update(repr({f: getattr(cfg, f) for f in TRAIN_FIELDS}).encode())
+    # the dense model's seed is ``base_seed`` (the master seed only draws calibration sets)
+    h.update(repr({**{f: getattr(cfg, f) for f in TRAIN_FIELDS}, "seed": cfg.base_seed}).encode())
     h.update(corpus_sha.encode())
     h.update(inspect.getsource(_model_mod).encode())
     h.update(inspect.getsource(train_base).encode())
@@ -81,14 +83,14 @@ def load_or_train_base(cfg, train_data: np.ndarray, corpus_sha: str) -> tuple[Ll
     """The dense model of ``cfg``: from the cache when ``cfg.use_cached_base`` and present, else trained (and, with
     ``use_cached_base``, saved atomically). ``info["source"]`` says which."""
     path = base_path(cfg, corpus_sha)
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(cfg.base_seed)
     model = build_model(cfg)
     if cfg.use_cached_base and path.exists():
         blob = torch.load(path, weights_only=True)
         model.load_state_dict(blob["state"])
         model.eval()
         return model, {**blob["history"], "source": f"cache ({path.name})"}
-    hist = train_base(model, cfg, train_data)
+    hist = train_base(model, dataclasses.replace(cfg, seed=cfg.base_seed), train_data)   # batches from base_seed
     if cfg.use_cached_base:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
