@@ -83,10 +83,10 @@ $(LAB_STAMP): requirements-lab.txt requirements.txt $(STAMP)
 	@test -x $(LAB_VENV)/bin/python || $(PY) -m venv $(LAB_VENV)
 	$(LAB_VENV)/bin/python -m pip install -q pip==26.3
 	$(LAB_VENV)/bin/python -m pip install -q -r requirements-lab.txt
-	$(BIN)/python -m ipykernel install --prefix $(LAB_VENV) --name python3 --display-name "Python 3 (repro .venv)" >/dev/null
 	@touch $@
 
 lab: setup $(LAB_STAMP)
+	@$(BIN)/python -m ipykernel install --prefix $(LAB_VENV) --name python3 --display-name "Python 3 (repro .venv)" 2>/dev/null >/dev/null
 	$(LAB_VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
 		--LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
 		--LabApp.extension_manager=readonly $(LAB_ARGS)
