@@ -275,6 +275,8 @@ def grade(slug: str, submissions: Path, out_csv: Path | None = None, *, assign_d
     master = parse(master_path(slug, root))
     questions = list(master.questions)
     possible = float(sum(_points(q) for q in master.questions.values()))
+    if not list(Path(assign_dir, "autograder").glob("*.zip")):
+        assign(slug, assign_dir, root=root)          # grading needs the autograder bundle: make it first
     zip_path = autograder_zip(assign_dir)
     subs = sorted(p for p in Path(submissions).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
     if not subs:
