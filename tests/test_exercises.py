@@ -36,6 +36,17 @@ def test_there_are_exercises():
     assert SLUGS, "no exercises/NN_slug.ipynb found"
 
 
+def test_checks_run_like_otter():
+    """``run_check`` passes undefined names as None and counts any exception as a failure, as otter does."""
+    check = ex.parse_check('"""  # BEGIN TEST CONFIG\nfailure_message: hint\nmutant: |\n  x = 2\n"""  # END TEST CONFIG\n'
+                           "def test_x(x):\n    import math\n    assert math.isclose(x, 1.0)\n")
+    assert check.name == "test_x" and check.failure_message == "hint" and check.mutant.strip() == "x = 2"
+    assert ex.run_check(check, {"x": 1.0}) == (True, "")
+    assert not ex.run_check(check, {"x": 2.0})[0]
+    ok, msg = ex.run_check(check, {})
+    assert not ok and "TypeError" in msg
+
+
 @pytest.mark.parametrize("slug", SLUGS)
 def test_master_is_well_formed(slug):
     path = ex.master_path(slug)
