@@ -197,6 +197,8 @@ def test_k3_k4_k5():
     assert V.k4(10e-6, 5e-6, "x")["holds"] and not V.k4(10e-6, 9e-6, "x")["holds"]
     assert V.k5({0.25: [10, 40]}, {0.25: [24, 24]}, 200)["holds"]
     assert not V.k5({0.25: [20, 28]}, {0.25: [24, 24]}, 200)["holds"]
+    assert not V.k5({}, {}, 200)["holds"]
+    assert V.c3({}, {})["inconclusive"]
 
 
 def test_c1():

@@ -6,6 +6,7 @@ profile (paired comparisons).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -94,10 +95,18 @@ def run_conversions(cfg, model: GPT, corpora: Corpora, heldout: dict[str, np.nda
             rows, _ = calibration_set(corpora, cfg.n_calib_seqs, cfg.context, rng)
             profiles = profile_model(model, rows, cfg.top_rho)
         patterns = [C.pattern_vectors(p) for p in profiles]
+        fixed: dict[str, list[Routing]] = {}      # partitions without a shared expert do not depend on the budget
         for b in cfg.budgets:
             for method in C.METHODS:
-                rs = C.convert(method, profiles, w_gs, b, cfg.n_experts, cfg.n_router_reps, cfg.kmeans_iters,
-                               conversion_rng(cfg, s, 2 + C.METHODS.index(method)), cfg.moef_router_steps, patterns)
+                if method in fixed:
+                    k = C.plan_no_shared(cfg.d_ff, cfg.n_experts, C.budget_neurons(b, cfg.d_ff)).k
+                    rs = [dataclasses.replace(r, top_k=k, stats=dict(r.stats)) for r in fixed[method]]
+                else:
+                    rs = C.convert(method, profiles, w_gs, b, cfg.n_experts, cfg.n_router_reps, cfg.kmeans_iters,
+                                   conversion_rng(cfg, s, 2 + C.METHODS.index(method)), cfg.moef_router_steps,
+                                   patterns)
+                    if method in ("moefication", "moefication_rep", "random_split"):
+                        fixed[method] = rs
                 ev = evaluate_loss(converted(model, rs), heldout, count_active=True)
                 rows_out.append({"seed": s, "budget": b, "method": method, **{d: ev[d] for d in DOMAINS},
                                  "mean": ev["mean"]})

@@ -168,5 +168,5 @@ def downcycle(model: GPT, routings: list[Routing], corpora: Corpora, val: dict[s
         opt.step()
         sched.step()
         if step % eval_every == 0:
-            hist["lb"].append(float(aux))
+            hist["lb"].append(float(aux.detach()))
     return hist
