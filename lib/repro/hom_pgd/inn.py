@@ -219,3 +219,4 @@ def preimage_norms(inn: CondRealNVP, family: QCQPFamily, x: np.ndarray, s: np.nd
 def radial_map(radius: float):
     """The learning-free baseline map x = R z (the untrained Φ)."""
     return lambda z, c: radius * z
+
