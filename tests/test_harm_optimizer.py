@@ -281,7 +281,8 @@ def test_controls_pass_and_fail():
     s = _summary(norm_ratio=2.0)
     extra = s[(s.variant == "main") & ~s.optimizer.str.startswith("harm") & (s.seed < 3)].assign(variant="lr_matched")
     assert V.k2(pd.concat([s, extra]))["holds"]
-    assert V.k3(_cp())["holds"] and not V.k3(_cp(ll=0.55))["holds"]
+    for ds in ("mnist1d", "digits"):
+        assert V.k3(_cp(), ds)["holds"] and not V.k3(_cp(ll=0.55), ds)["holds"]
     assert V.k4(_summary(), "mnist1d")["holds"]
     assert not V.k4(_summary(train_loss=0.5), "mnist1d")["holds"]
     assert not V.k4(_summary(noise=0.05), "digits")["holds"]
@@ -295,7 +296,8 @@ def test_claims_hold_and_fail():
     assert _ok(V.c1b(_summary()))
     f = V.c1b(_summary(pos_ratio=3.0))
     assert f["holds"] is False and not f["inconclusive"]
-    assert _ok(V.c2(_cp())) and V.c2(_cp(ll=0.6))["holds"] is False
+    assert _ok(V.c2a(_cp())) and V.c2a(_cp(ll=0.6))["holds"] is False
+    assert _ok(V.c2b(_cp())) and V.c2b(_cp(ll=0.6))["holds"] is False
     assert _ok(V.c3(_exact())) and V.c3(_exact(proxy=0.35))["holds"] is False
     assert _ok(V.c4a(_summary())) and _ok(V.c4b(_summary()))
     f = V.c4a(_summary(acc_gain=-0.02))
@@ -313,5 +315,5 @@ def test_claims_hold_and_fail():
 
 
 def test_claims_and_controls_are_declared():
-    assert set(V.CLAIMS) == {"C1", "C1b", "C2", "C3", "C4a", "C4b", "C5"}
-    assert set(V.CONTROLS) == {"K1", "K2", "K3", "K4a", "K4b", "K5"}
+    assert set(V.CLAIMS) == {"C1", "C1b", "C2a", "C2b", "C3", "C4a", "C4b", "C5"}
+    assert set(V.CONTROLS) == {"K1", "K2", "K3a", "K3b", "K4a", "K4b", "K5"}

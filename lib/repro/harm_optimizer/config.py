@@ -41,14 +41,17 @@ class Config(BaseConfig):
     lr_sgdm_mnist1d: float = knob(0.05, gt=0, le=10, doc="SGDM peak lr on MNIST-1D when lr_grid_sgdm is empty")
     lr_adamw_mnist1d: float = knob(1e-3, gt=0, le=1, doc="AdamW peak lr on MNIST-1D when lr_grid_adamw is empty")
     lr_grid_sgdm: tuple[float, ...] = knob((0.05, 0.1, 0.2), gt=0, le=10,
-                                           doc="MNIST-1D SGDM lrs tried once on a validation split (empty: no grid)")
+                                           doc="MNIST-1D lrs tried once for SGDM and for Harm-SGDM on a validation "
+                                                "split (empty: no grid)")
     lr_grid_adamw: tuple[float, ...] = knob((1e-3, 3e-3, 1e-2), gt=0, le=1,
-                                            doc="MNIST-1D AdamW lrs tried once on a validation split (empty: no grid)")
+                                            doc="MNIST-1D lrs tried once for AdamW and for Harm-AdamW on a "
+                                                 "validation split (empty: no grid)")
     momentum: float = knob(0.9, ge=0, lt=1, doc="β of SGDM")
     wd_sgdm: float = knob(5e-4, ge=0, le=1, doc="λ of SGDM (coupled, torch convention)")
     wd_adamw: float = knob(1e-2, ge=0, le=1, doc="λ of AdamW (decoupled)")
     # the harm-aware step
-    qp_iters: int = knob(10, ge=1, le=1000, doc="FISTA iterations on the B-dim dual (Jacobi-scaled)")
+    qp_iters: int = knob(40, ge=1, le=1000, doc="FISTA iterations on the B-dim dual (Jacobi-scaled); the card's 10 "
+                                                "raised to 40: with 10, K1's violations-after/before stays above 0.5")
     correction_cap: float = knob(1.0, gt=0, le=100, doc="‖correction‖ <= cap × ‖d_opt‖ on the layer(s) of the QP")
     correction_in_state: bool = knob(False, doc="feed the correction into the momentum / Adam state (the card's "
                                                 "first design) instead of the current step only")

@@ -9,11 +9,14 @@ the gradient of Σ_i α_i ℓ_i — an ordinary backward pass with per-sample lo
 
 Where the correction goes (``correction_in_state``):
 * ``False`` (the chapter's main variant, the card's *Controls and risks*): the correction moves the current
-  step only; the optimizer's state (momentum m, Adam's m and v) is fed the plain mean gradient ḡ. The backward
-  pass is run for the two weightings 1/B and α at once (``is_grads_batched``).
+  step only; the optimizer's state (momentum m, Adam's m and v) is fed the plain mean gradient ḡ. This needs
+  ḡ and Gᵀα separately: two backward passes through the same graph. The correction is capped twice: on the
+  last layer (√(αᵀKα) <= cap ‖D_W‖, the card's cap) and on the full network (‖correction‖ <= cap ‖d_opt‖, the
+  card's risk note: α is solved on the head but Gᵀα moves every layer).
 * ``True`` (the card's first design, kept as an ablation): Harm-SGDM feeds ḡ + Gᵀα into m (ONE backward of
   Σ(1/B + α_i)ℓ_i); Harm-AdamW feeds ḡ + s_t Gᵀα into m with s_t = (1 − β₁ᵗ)/(1 − β₁), so that the
-  correction reaches the step with unit weight, and ḡ alone into v.
+  correction reaches the step with unit weight, and ḡ alone into v. Only the last-layer cap applies here
+  (Harm-SGDM never sees Gᵀα apart from ḡ).
 
 With α ≡ 0 both reproduce ``torch.optim.SGD(momentum, weight_decay)`` and ``torch.optim.AdamW`` (tested).
 """
@@ -88,11 +91,28 @@ class _Base:
         losses = F.cross_entropy(logits, y, reduction="none")
         return h, logits, losses
 
-    def _grads(self, losses: torch.Tensor, weights: torch.Tensor) -> list[torch.Tensor]:
-        """∇ Σ_i w_i ℓ_i for one weight vector [B] or several [k, B] (batched backward)."""
-        if weights.dim() == 1:
-            return list(torch.autograd.grad(losses, self.params, grad_outputs=weights))
-        return list(torch.autograd.grad(losses, self.params, grad_outputs=weights, is_grads_batched=True))
+    def _grads(self, losses: torch.Tensor, weights: torch.Tensor, retain: bool = False) -> list[torch.Tensor]:
+        """∇ Σ_i w_i ℓ_i: one backward pass with per-sample loss weights ``weights`` [B]."""
+        return list(torch.autograd.grad(losses, self.params, grad_outputs=weights, retain_graph=retain))
+
+    def _two_grads(self, losses: torch.Tensor, alpha: torch.Tensor) -> tuple[list, list]:
+        """ḡ = ∇ mean ℓ and Gᵀα = ∇ Σ α_i ℓ_i from two backward passes through the same graph (measured faster
+        than one ``is_grads_batched`` pass on these models)."""
+        B = losses.shape[0]
+        gbar = self._grads(losses, torch.full((B,), 1.0 / B, dtype=losses.dtype), retain=True)
+        gcorr = self._grads(losses, alpha.to(losses.dtype))
+        return gbar, gcorr
+
+    def _cap_full(self, d_opt: list, corr: list, scale_of: list) -> tuple[list, bool]:
+        """The card's risk note: a multiplier solved on the last layer also moves every other layer through
+        Gᵀα, where nothing bounds it. Shrink the correction so that its full-network norm is at most
+        ``cap`` × ‖d_opt‖ (``corr`` is the step's correction, ``scale_of`` the tensors to rescale)."""
+        nd = math.sqrt(sum(float((d * d).sum()) for d in d_opt))
+        nc = math.sqrt(sum(float((c * c).sum()) for c in corr))
+        if nc > self.cap * nd and nc > 0:
+            f = self.cap * nd / nc
+            return [t * f for t in scale_of], True
+        return scale_of, False
 
 
 class TorchBaseline(_Base):
@@ -218,9 +238,13 @@ class HarmSGDM(_Harm):
             if self.in_state:                                     # one backward of Σ(1/B + α_i)ℓ_i
                 u = self._grads(losses, a32 + 1.0 / B)
                 self._update(u, [None] * len(u), lr)
-            else:                                                 # ḡ and Gᵀα from one batched backward
-                both = self._grads(losses, torch.stack([torch.full((B,), 1.0 / B), a32]))
-                self._update([g[0] for g in both], [g[1] for g in both], lr)
+            else:                                                 # ḡ and Gᵀα, then the full-network cap
+                gbar, gcorr = self._two_grads(losses, alpha)
+                with torch.no_grad():
+                    d_opt = [b * m + g + self.wd * p for m, g, p in zip(self.buf, gbar, self.params)]
+                    gcorr, full = self._cap_full(d_opt, gcorr, gcorr)
+                bound = bound or full
+                self._update(gbar, gcorr, lr)
         self.t += 1
         return StepInfo(losses.detach(), alpha, bound, vb, va)
 
@@ -282,8 +306,15 @@ class HarmAdamW(_Harm):
                 dnorm = float(torch.sqrt((P * D * D).sum()))          # ‖d_opt‖_P, the metric of K
                 gnorm = torch.linalg.vector_norm(e, dim=1) * torch.linalg.vector_norm(hb, dim=1)
                 alpha, bound, vb, va = self._solve(K, c, dnorm, gnorm)
-            both = self._grads(losses, torch.stack([torch.full((B,), 1.0 / B), alpha.to(losses.dtype)]))
-            gbar, gcorr = [g[0] for g in both], [g[1] for g in both]
+            if self.in_state:
+                gbar, gcorr = self._two_grads(losses, alpha)
+            else:
+                gbar, gcorr = self._two_grads(losses, alpha)
+                with torch.no_grad():
+                    mom = [self._moments(g, i, t) for i, g in enumerate(gbar)]
+                    d_opt = [mh / P + self.wd * p for (mh, P), p in zip(mom, self.params)]
+                    gcorr, full = self._cap_full(d_opt, [gc / P for gc, (_, P) in zip(gcorr, mom)], gcorr)
+                bound = bound or full
         else:
             gbar = self._grads(losses, torch.full((B,), 1.0 / B))
             with torch.no_grad():

@@ -39,7 +39,6 @@ def plot_harm_curves(runs, datasets, smooth: int = 15):
         for i in range(2):
             axes[i, j].set_xlabel("step")
             axes[i, j].legend(fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -64,7 +63,6 @@ def plot_harm_per_seed(summary: pd.DataFrame):
     ax.set_title("Harmed fraction per seed (C1)")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -82,7 +80,6 @@ def plot_gram_agreement(cp: pd.DataFrame):
     ax.set_ylabel("Spearman ρ with the full Gram")
     ax.set_title("Does the last layer track the full Gram? (C2, K3)")
     ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
     return fig
 
 
@@ -98,7 +95,6 @@ def plot_exact(exact: pd.DataFrame):
     ax.set_xticklabels([lab for _, lab in order])
     ax.set_ylabel("harmed fraction (after 10 %)")
     ax.set_title("Proxy vs exact QP (C3), digits")
-    fig.tight_layout()
     return fig
 
 
@@ -117,5 +113,4 @@ def plot_overhead(ov: pd.DataFrame):
         ax.set_ylabel("overhead Harm-X / X − 1 (%)")
         ax.set_title(f"Per-step overhead vs {axis} (C5)")
         ax.legend(fontsize=7)
-    fig.tight_layout()
     return fig
