@@ -33,7 +33,7 @@ def refit_output_factor(A0: torch.Tensor, Z: torch.Tensor, T: torch.Tensor, lam:
     r = G.shape[0]
     lam_abs = lam * float(torch.trace(G)) / r
     rhs = T.T @ Z + lam_abs * A0                        # [m, r]
-    return torch.linalg.solve(G + lam_abs * torch.eye(r, dtype=G.dtype), rhs.T).T
+    return torch.linalg.solve(G + lam_abs * torch.eye(r, dtype=G.dtype), rhs.T).T.contiguous()
 
 
 def affine_ls(u: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -58,7 +58,7 @@ def fold_affine(lin: LowRankLinear, gamma: torch.Tensor, beta: torch.Tensor) -> 
     """γ ⊙ lin(x) + β as one LowRankLinear: A ← diag(γ) A, bias ← γ ⊙ bias + β (a new bias costs m parameters)."""
     g, b = gamma.double(), beta.double()
     bias = b if lin.bias is None else g * lin.bias.double() + b
-    return LowRankLinear(g[:, None] * lin.A.double(), lin.B, bias)
+    return LowRankLinear((g[:, None] * lin.A.double()).contiguous(), lin.B, bias)
 
 
 def _flat(x: torch.Tensor) -> torch.Tensor:

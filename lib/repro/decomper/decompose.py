@@ -121,7 +121,7 @@ def compress_model(model: LlamaLM, method: str, ratio: float, calib_x: torch.Ten
         W = lin.weight
         r = rank_for_ratio(W.shape[0], W.shape[1], ratio)
         A, B = _factor(W, inputs, method, r, (l, name), fisher, alpha)
-        setattr(blk, name, LowRankLinear(A, B))
+        setattr(blk, name, LowRankLinear(A.contiguous(), B.contiguous()))   # row-major: fast matmuls
 
     for l, blk in enumerate(mc.blocks):
         if l in chosen:
