@@ -89,11 +89,17 @@ def budget_panel(ax, losses: pd.DataFrame, dense: float, methods) -> None:
     ax.legend(fontsize=7)
 
 
+#: Downcycling inits: the same architecture and shared sizes, different partitions.
+DOWNCYCLE_LABELS = {"expertweaver": "ExpertWeaver (universal shared, pattern clusters)",
+                    "random_split": "random split (random shared, random experts)",
+                    "moefication": "MoEfication (random shared, weight clusters)"}
+
+
 def downcycle_panel(ax, curves: dict, steps, dense: float) -> None:
     """Validation loss against continued-training step for each init (mean ± 95 % CI over seeds)."""
     for m, c in curves.items():
         mu, h = mean_ci(np.asarray(c))
-        ax.plot(steps, mu, "o-", color=style.color(m), label=f"{LABELS[m]} init")
+        ax.plot(steps, mu, "o-", color=style.color(m), label=f"{DOWNCYCLE_LABELS[m]} init")
         ax.fill_between(steps, mu - h, mu + h, color=style.color(m), alpha=0.2)
     ax.axhline(dense, color="k", ls=":", label="dense (before conversion)")
     ax.set_xlabel("continued-training step")

@@ -181,8 +181,15 @@ def c1(universal_frac: Sequence[float], universal_frac_init: Sequence[float], se
             selectivity > null_q95,
     }
     holds = all(checks.values())
-    reason = ("all four parts hold: " if holds else "") + _join(
-        [k for k, ok in checks.items() if ok == holds] if holds else [k for k, ok in checks.items() if not ok])
+    passed = {
+        f"universal >= {100 * T['C1_min_frac']:g} % in {n_big} of {u.size} layers": n_big >= need,
+        "no universal neurons at random init": bool(u0.max() == 0),
+        f"universal fraction spans {100 * spread:.1f} points across layers": spread >= T["C1_layer_spread"],
+        f"specialised median selectivity {selectivity:.3f} > null 95th percentile {null_q95:.3f}": selectivity > null_q95,
+    }
+    ok_parts = [k for k, ok in passed.items() if ok]
+    reason = ("all four parts hold: " + _join(ok_parts) if holds else
+              _join([k for k, ok in checks.items() if not ok]) + (f" (met: {_join(ok_parts)})" if ok_parts else ""))
     return dict(holds=holds, threshold="universal >= 5 % in >= half the layers, 0 % at init; spread >= 5 points; "
                 "selectivity > null q95",
                 numbers={"universal % by layer": [100 * x for x in u], "init universal % by layer":
