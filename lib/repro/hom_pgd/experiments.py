@@ -99,7 +99,7 @@ def scale_run(cfg, n: int, inn: CondRealNVP | None = None, train_s: float | None
     if inn is None:
         inn = build_inn(cfg, n, n)
         steps = cfg.scale_train_steps if n == 30 or n == min(cfg.scale_sizes) else cfg.scale_timing_steps
-        inn, tr = train_mdh(inn, family, steps, cfg.train_batch, cfg.seed + n,
+        inn, tr = train_mdh(inn, family, steps, cfg.scale_train_batch, cfg.seed + n,
                             weights=MDHWeights(pen=cfg.w_pen))
         train_s = tr.seconds
     if progress:
