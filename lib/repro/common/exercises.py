@@ -12,6 +12,7 @@ This module reads masters, checks them in-process (fast: no kernel), and wraps `
     python -m repro.common.exercises assign [SLUG ...]             # -> _build/assign/<slug>/{student,autograder}
     python -m repro.common.exercises grade SLUG DIR [--out CSV]    # local grading, no Docker -> one CSV row each
 
+Outputs go under ``_build/assign/`` (``REPRO_ASSIGN`` moves it; the tests use a temporary folder).
 Grading runs each submission with ``otter run`` (the submission executes in this environment's ``python3`` kernel,
 a cell that raises does not stop it); a submission otter cannot grade at all scores 0 on every exercise and the
 error goes in the CSV's ``error`` column.
