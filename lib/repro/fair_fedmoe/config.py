@@ -36,8 +36,9 @@ class Config(BaseConfig):
     theta_deg: float = knob(45.0, ge=0, le=180, doc="θ: group g's class geometry is rotated by g·θ degrees")
     group_offset_sd: float = knob(0.75, ge=0, le=10, doc="sd of the group offsets b_g (card 0.5, raised so that "
                                                          "groups are identifiable and routing control K2 can pass)")
-    outlier_shift: float = knob(3.0, ge=0, le=20, doc="‖s_k‖ of the planted incompatible site (the last one; "
-                                                      "the others have 0.5)")
+    site_shift: float = knob(0.5, ge=0, le=20, doc="‖s_k‖ of every site's scanner shift but the outlier's")
+    outlier_shift: float = knob(10.0, ge=0, le=50, doc="‖s_k‖ of the planted incompatible site (the last one); the "
+                                                       "card's 3 raised so that aggregation control K3 passes at β = 10")
     # training
     local_steps: int = knob(200, ge=1, le=5000, doc="local Adam steps per site (batch 64, lr 1e-3)")
     central_steps: int = knob(1200, ge=1, le=20000, doc="Adam steps of the centralized models on pooled data "

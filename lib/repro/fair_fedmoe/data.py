@@ -10,7 +10,8 @@ groups' decision directions really differ; a random plane would hold ~2/32 of Δ
 group offset (the card's σ_b = 0.5 raised to
 ``group_offset_sd`` = 0.75: at 0.5 even a linear probe on φ(u) identifies the group of only ~87 % of samples, below
 the routing control K2's 85 % for a cosine router; at 0.75 the probe reaches ~97 %), and s_k a site ("scanner") shift of norm 0.5 — except the last site, planted with norm
-``outlier_shift`` (the card's risk "nothing to filter"). The frozen foundation model φ is a random 2-layer tanh
+``outlier_shift`` (the card's risk "nothing to filter"; the card's 3 is raised to 10 in the chapter's config, see
+``Config.outlier_shift``). The frozen foundation model φ is a random 2-layer tanh
 MLP R^32 → R^64, fixed by the seed; φ(u) is computed once, and every model trains on φ(u) only.
 
 Site k's group mix is Dirichlet(β·1) ⊙ π renormalised, with global frequencies π ∝ (1, .6, .35, .2, .12, .08,
@@ -73,7 +74,8 @@ class Geometry:
 
 
 def make_geometry(n_sites: int, n_groups: int, seed: int, theta_deg: float = 45.0,
-                  outlier_shift: float = 3.0, group_offset_sd: float = GROUP_OFFSET_SD) -> Geometry:
+                  outlier_shift: float = 3.0, group_offset_sd: float = GROUP_OFFSET_SD,
+                  site_shift: float = SITE_SHIFT_NORM) -> Geometry:
     rng = np.random.default_rng([seed, 202])
     e1 = rng.normal(size=D_IN)
     e1 /= np.linalg.norm(e1)
@@ -84,7 +86,7 @@ def make_geometry(n_sites: int, n_groups: int, seed: int, theta_deg: float = 45.
     offsets = rng.normal(0, group_offset_sd, (n_groups, D_IN))
     dirs = rng.normal(size=(n_sites, D_IN))
     dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
-    norms = np.full(n_sites, SITE_SHIFT_NORM)
+    norms = np.full(n_sites, site_shift)
     norms[-1] = outlier_shift
     return Geometry(FMFeatureExtractor(seed=seed), DELTA_MU_NORM * e1, rot, offsets, dirs * norms[:, None])
 
@@ -140,9 +142,9 @@ def sample_site(geo: Geometry, k: int, n: int, mix: np.ndarray, label_rate: floa
 
 def make_federation(n_sites: int, n_groups: int, beta: float, seed: int, theta_deg: float = 45.0,
                     outlier_shift: float = 3.0, group_offset_sd: float = GROUP_OFFSET_SD,
-                    max_draws: int = 200) -> Federation:
+                    site_shift: float = SITE_SHIFT_NORM, max_draws: int = 200) -> Federation:
     """Draw the federation of replicate ``seed`` at heterogeneity β (redrawn until the test rule holds)."""
-    geo = make_geometry(n_sites, n_groups, seed, theta_deg, outlier_shift, group_offset_sd)
+    geo = make_geometry(n_sites, n_groups, seed, theta_deg, outlier_shift, group_offset_sd, site_shift)
     pi = group_frequencies(n_groups)
     rng = np.random.default_rng([seed, 303, int(round(1e6 * beta))])
     for draw in range(1, max_draws + 1):

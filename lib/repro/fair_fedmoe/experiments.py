@@ -68,7 +68,7 @@ def run_federation(cfg: Config, rep: int, beta: float, default: bool) -> FedRun:
     set; at the default β also the centralized models and the multi-round baselines."""
     seed = replicate_seed(cfg, rep)
     fed = make_federation(cfg.n_sites, cfg.n_groups, beta, seed, cfg.theta_deg, cfg.outlier_shift,
-                          cfg.group_offset_sd)
+                          cfg.group_offset_sd, cfg.site_shift)
     G, K = fed.n_groups, cfg.n_sites
     counts = fed.counts()
     data = Stacked.from_sites(fed.sites)

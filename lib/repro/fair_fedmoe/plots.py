@@ -63,10 +63,13 @@ def groups_sweep(tab: pd.DataFrame) -> plt.Figure:
 
 def communication(exp: Experiment, methods_rounds: dict[str, int]) -> plt.Figure:
     fig, ax = plt.subplots()
-    for m, rounds in methods_rounds.items():
+    markers = "osD^v<>p"
+    for i, (m, rounds) in enumerate(methods_rounds.items()):
         vals = np.array([r.metrics[m]["res_auc"] for r in exp.default])
         mu, h = mean_ci(vals)
-        ax.errorbar([rounds], [mu], yerr=[h], fmt="o", capsize=3, color=style.color(m), label=label(m))
+        x = rounds * 1.08 ** (i - (len(methods_rounds) - 1) / 2)          # small offsets so bars do not overlap
+        ax.errorbar([x], [mu], yerr=[h], fmt=markers[i % len(markers)], capsize=3, color=style.color(m),
+                    label=label(m))
     ax.set_xscale("log")
     ax.set_xlabel("communication rounds (model uploads per site)")
     ax.set_ylabel("RES-AUC")
