@@ -249,7 +249,8 @@ def autograder_zip(assign_dir: Path) -> Path:
 
 
 def grade_one(submission: Path, zip_path: Path, questions: list[str]) -> dict[str, Any]:
-    """Grade one submission with ``otter run`` (no container). A crash of the grader itself scores 0."""
+    """Grade one submission with ``otter run`` (no container), in this process. A crash of the grader itself
+    (an unreadable notebook, say) scores 0, with the reason in ``error``."""
     from otter.run import main as otter_run
 
     row: dict[str, Any] = {"submission": Path(submission).name, **{q: 0.0 for q in questions},
@@ -268,10 +269,33 @@ def grade_one(submission: Path, zip_path: Path, questions: list[str]) -> dict[st
     return row
 
 
+def grade_isolated(submission: Path, zip_path: Path, questions: list[str], timeout: float) -> dict[str, Any]:
+    """:func:`grade_one` in a child process that is killed after ``timeout`` seconds (a submission that loops
+    forever scores 0 with ``error`` saying so, and the others are still graded). The kernel it started exits with
+    it (ipykernel stops when its parent dies)."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "row.json"
+        cmd = [sys.executable, "-m", "repro.common.exercises", "_grade_one", str(submission), str(zip_path),
+               ",".join(questions), str(out)]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"submission": Path(submission).name, **{q: 0.0 for q in questions}, "total": 0.0,
+                    "possible": 0.0, "error": f"timed out after {timeout:g} s"}
+        if out.exists():
+            return json.loads(out.read_text())
+        err = (r.stderr.strip().splitlines() or [f"grader exited with {r.returncode}"])[-1]
+        return {"submission": Path(submission).name, **{q: 0.0 for q in questions}, "total": 0.0,
+                "possible": 0.0, "error": err}
+
+
 def grade(slug: str, submissions: Path, out_csv: Path | None = None, *, assign_dir: Path | None = None,
-          root: Path | None = None) -> Path:
-    """Grade every ``*.ipynb`` under ``submissions`` against ``slug``'s autograder; write one CSV row per
-    submission with the score of each exercise, the total and the points possible. Returns the CSV's path."""
+          root: Path | None = None, timeout: float = 600.0) -> Path:
+    """Grade every ``*.ipynb`` under ``submissions`` against ``slug``'s autograder, each in its own process with a
+    ``timeout`` in seconds; write one CSV row per submission with the score of each exercise, the total, the
+    points possible and any error. Returns the CSV's path."""
     assign_dir = Path(assign_dir or ASSIGN_DIR / slug)
     master = parse(master_path(slug, root))
     questions = list(master.questions)
@@ -284,7 +308,7 @@ def grade(slug: str, submissions: Path, out_csv: Path | None = None, *, assign_d
         raise FileNotFoundError(f"no .ipynb submissions under {submissions}")
     rows = []
     for sub in subs:
-        row = grade_one(sub, zip_path, questions)
+        row = grade_isolated(sub, zip_path, questions, timeout)
         row["possible"] = possible
         rows.append(row)
         print(f"{sub.name}: {row['total']:g}/{possible:g}" + (f"  ({row['error']})" if row["error"] else ""))
@@ -317,14 +341,21 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("slug")
     g.add_argument("dir", type=Path)
     g.add_argument("--out", type=Path, default=None)
+    g.add_argument("--timeout", type=float, default=600.0, help="seconds per submission (default 600)")
+    one = sub.add_parser("_grade_one")                   # internal: one submission, in a child process
+    for name in ("submission", "zip", "questions", "out"):
+        one.add_argument(name)
     args = ap.parse_args(argv)
     if args.cmd == "assign":
         for slug in args.slugs or exercise_slugs():
             out = assign(slug, run_tests=args.run_tests)
             print(f"{slug}: {out.relative_to(REPO_ROOT) if out.is_relative_to(REPO_ROOT) else out}/student/ "
                   f"(hand out) · {autograder_zip(out).name} (grade)")
+    elif args.cmd == "_grade_one":
+        row = grade_one(Path(args.submission), Path(args.zip), args.questions.split(","))
+        Path(args.out).write_text(json.dumps(row))
     else:
-        print(f"grades: {grade(args.slug, args.dir, args.out)}")
+        print(f"grades: {grade(args.slug, args.dir, args.out, timeout=args.timeout)}")
 
 
 if __name__ == "__main__":
