@@ -6,7 +6,7 @@
 #   make sweep NB=rose_sosmd SEEDS=0-4 JOBS=2 [SCHEDULER=tcp://host:8786]
 #   make bench [NB=rose_sosmd]     compiled kernels vs their references
 #   make assign [NB=fmss]          student notebook + autograder zip per chapter -> _build/assign/<slug>/
-#   make grade NB=fmss DIR=submissions/ [OUT=grades.csv]   grade student notebooks locally (no Docker) -> CSV
+#   make grade NB=fmss DIR=submissions/ [OUT=grades.csv] [TIMEOUT=600]   grade notebooks locally (no Docker) -> CSV
 #   make lab                       JupyterLab (its own .venv-lab) on notebooks/, kernel = .venv's python, offline
 SHELL := /bin/bash
 PY ?= $(shell command -v python3.11 || command -v python3)
@@ -23,6 +23,7 @@ NB ?=
 ARGS ?=
 DIR ?=
 OUT ?=
+TIMEOUT ?=
 LAB_VENV := .venv-lab
 LAB_STAMP := $(LAB_VENV)/.installed
 LAB_ARGS ?=
@@ -75,7 +76,7 @@ assign: setup
 
 grade: setup
 	@test -n "$(NB)" -a -n "$(DIR)" || { echo "usage: make grade NB=<slug> DIR=submissions/ [OUT=grades.csv]"; exit 2; }
-	@$(BIN)/python -m repro.common.exercises grade $(NB) "$(DIR)" $(if $(OUT),--out "$(OUT)")
+	@$(BIN)/python -m repro.common.exercises grade $(NB) "$(DIR)" $(if $(OUT),--out "$(OUT)") $(if $(TIMEOUT),--timeout $(TIMEOUT))
 
 # JupyterLab lives in its own environment (requirements-lab.txt: it would add rfc3987-syntax's 1 s import to every
 # nbformat user in .venv); its only kernel is .venv's python, so notebooks run exactly as papermill runs them.
