@@ -195,3 +195,26 @@ def c5_groups_sweep(groups_sweep, seed: int, n_per_class: int = 1000) -> pd.Data
         rows.append({"G": G, "auc": met["auc"], "worst_auc": met["worst_auc"], "es_auc": met["es_auc"],
                      "res_auc": met["res_auc"]})
     return pd.DataFrame(rows)
+
+
+def group_probe_accuracy(cfg: Config, group_offset_sd: float, rep: int = 0) -> float:
+    """How identifiable the groups are from the FM features: test accuracy of a multinomial logistic-regression
+    probe trained on the pooled training features (default β, replicate ``rep``). An upper-bound-like reference
+    for any prototype router (control K2)."""
+    from sklearn.linear_model import LogisticRegression
+
+    fed = make_federation(cfg.n_sites, cfg.n_groups, cfg.beta, replicate_seed(cfg, rep), cfg.theta_deg,
+                          cfg.outlier_shift, group_offset_sd, cfg.site_shift)
+    P = fed.pooled()
+    probe = LogisticRegression(max_iter=2000).fit(P.X, P.g)
+    return float(probe.score(fed.test.X, fed.test.g))
+
+
+def tv_at_outlier_shift(cfg: Config, outlier_shift: float, beta: float) -> list[float]:
+    """Mean TV(ω, count weights) per replicate at heterogeneity ``beta`` with another outlier shift (control K3's
+    quantity; the rest of the configuration unchanged)."""
+    import dataclasses
+
+    alt = dataclasses.replace(cfg, outlier_shift=outlier_shift)
+    return [float(run_federation(alt, rep, beta, default=False).diag["tv_omega_counts"].mean())
+            for rep in range(cfg.n_seeds)]
