@@ -10,6 +10,7 @@ stream, control K4). Norms run over all windows, positions and channels.
 """
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -56,6 +57,13 @@ def param_count(model: torch.nn.Module) -> int:
     return int(sum(p.numel() for p in model.parameters()))
 
 
+def _frozen(model: torch.nn.Module) -> torch.nn.Module:
+    m = copy.deepcopy(model)
+    for p in m.parameters():
+        p.requires_grad_(False)
+    return m.eval()
+
+
 @torch.no_grad()
 def latency(models: dict[str, LlamaLM], x: torch.Tensor, n: int = 50, warmup: int = 5) -> dict[str, np.ndarray]:
     """CPU seconds per forward of each model on ``x`` (batch 1), ``n`` rounds with the models interleaved (order
@@ -63,6 +71,7 @@ def latency(models: dict[str, LlamaLM], x: torch.Tensor, n: int = 50, warmup: in
 
     Thread CPU time (``time.thread_time``), not wall time: with one compute thread it equals the latency on an idle
     machine, and it does not count the time other processes hold the core (the book's machines are shared)."""
+    models = {k: _frozen(m) for k, m in models.items()}   # deployed form: no parameter requires a gradient
     names = list(models)
     times = {k: [] for k in names}
     for i in range(warmup + n):
