@@ -39,7 +39,7 @@ class Config(BaseConfig):
     hidden: int = knob(16, ge=2, le=512, doc="hidden channels of the encoder blocks")
     depth: int = knob(4, ge=1, le=12, doc="dilated residual blocks before the final block")
     gru_hidden: int = knob(32, ge=2, le=512, doc="PULSE decoder GRU size (and init-encoder output)")
-    epochs: int = knob(40, ge=1, le=400, doc="pretraining epochs over the Lorenz training windows (every method)")
+    epochs: int = knob(50, ge=1, le=400, doc="pretraining epochs over the Lorenz training windows (every method)")
     ecg_epochs: int = knob(20, ge=1, le=400, doc="pretraining epochs over the ECG training windows (every method)")
     max_train_windows: int = knob(800, ge=16, le=100_000, doc="cap on training windows (stratified)")
     batch_size: int = knob(64, ge=2, le=4096, doc="mini-batch size")
@@ -50,7 +50,7 @@ class Config(BaseConfig):
     pool_denom: int = knob(50, ge=1, le=1000, doc="d is max-pooled to T // pool_denom steps")
     label_fracs: tuple[float, ...] = knob((0.01, 0.05, 0.1, 1.0), gt=0, le=1, min_len=1,
                                           doc="fractions of training labels in the label-efficiency study")
-    n_label_draws: int = knob(5, ge=1, le=50, doc="stratified label draws per fraction below 1")
+    n_label_draws: int = knob(3, ge=1, le=50, doc="stratified label draws per fraction below 1")
     ecg_methods: tuple[str, ...] = knob(ECG_METHODS, choices=ECG_METHODS, min_len=1, doc="methods of C3/C4")
     lorenz_methods: tuple[str, ...] = knob(LORENZ_METHODS, choices=LORENZ_METHODS, min_len=1, doc="methods of C1/C2")
     dsvae_kl_weight: float = knob(1e-5, ge=0, le=1, doc="DSVAE's weight on its summed KL terms")
