@@ -306,10 +306,8 @@ class HarmAdamW(_Harm):
                 dnorm = float(torch.sqrt((P * D * D).sum()))          # ‖d_opt‖_P, the metric of K
                 gnorm = torch.linalg.vector_norm(e, dim=1) * torch.linalg.vector_norm(hb, dim=1)
                 alpha, bound, vb, va = self._solve(K, c, dnorm, gnorm)
-            if self.in_state:
-                gbar, gcorr = self._two_grads(losses, alpha)
-            else:
-                gbar, gcorr = self._two_grads(losses, alpha)
+            gbar, gcorr = self._two_grads(losses, alpha)
+            if not self.in_state:
                 with torch.no_grad():
                     mom = [self._moments(g, i, t) for i, g in enumerate(gbar)]
                     d_opt = [mh / P + self.wd * p for (mh, P), p in zip(mom, self.params)]

@@ -78,7 +78,7 @@ def plot_gram_agreement(cp: pd.DataFrame):
     ax.axhline(0.8, color="k", lw=0.8, ls=":")
     ax.set_xlabel("training step of the baseline run")
     ax.set_ylabel("Spearman ρ with the full Gram")
-    ax.set_title("Does the last layer track the full Gram? (C2, K3)")
+    ax.set_title("Does the last layer track the full Gram? (C2a/C2b, K3a/K3b)")
     ax.legend(fontsize=6, ncol=2)
     return fig
 
