@@ -131,6 +131,10 @@ def test_generator_deterministic_rotations_and_test_rule():
     assert np.linalg.norm(geo.site_shifts[-1]) == pytest.approx(3.0)
 
 
+def test_expected_mix_tv_decreases_with_beta():
+    assert D.expected_mix_tv(0.1, 4, 6, draws=500) > 0.4 > D.expected_mix_tv(10.0, 4, 6, draws=500)
+
+
 def test_site_group_counts_follow_the_drawn_mix():
     geo = D.make_geometry(2, 3, 0)
     rng = np.random.default_rng(1)
@@ -188,12 +192,14 @@ def test_controls_pass_and_fail():
     assert V.k2([0.9, 0.92], np.array([[0.9, 0.7], [0.95, 0.8]]))["holds"]
     assert not V.k2([0.9, 0.92], np.array([[0.9, 0.6], [0.95, 0.6]]))["holds"]
     counts = [np.array([[50, 50, 0], [50, 50, 0]])]
-    good = {0.1: dict(counts=counts, tv_omega=[[0.2, 0.2, 0.0]], mix_tv=[0.5]),
-            10.0: dict(counts=counts, tv_omega=[[0.2, 0.1, 0.1]], mix_tv=[0.05])}
+    good = {0.1: dict(counts=counts, tv_omega=[[0.2, 0.2, 0.0]]), 10.0: dict(counts=counts, tv_omega=[[0.2, 0.1, 0.1]])}
     assert V.k3(good)["holds"]
-    bad = {**good, 10.0: dict(counts=counts, tv_omega=[[0.2, 0.1, 0.1]], mix_tv=[0.2])}
-    assert not V.k3(bad)["holds"]
-    assert not V.k3({0.3: dict(counts=counts, tv_omega=[[0.01, 0.0, 0.0]], mix_tv=[0.3])})["holds"]
+    assert not V.k3({0.3: dict(counts=counts, tv_omega=[[0.01, 0.0, 0.0]])})["holds"]
+    assert not V.k3({0.3: dict(counts=[np.array([[50, 0, 0], [50, 5, 0]])], tv_omega=[[0.3, 0.3, 0.3]])})["holds"]
+    assert V.k5({0.1: [0.5, 0.6], 10.0: [0.05, 0.08]})["holds"]
+    assert not V.k5({0.1: [0.5, 0.6], 10.0: [0.15, 0.12]})["holds"]
+    assert not V.k5({0.1: [0.3, 0.2], 10.0: [0.05, 0.08]})["holds"]
+    assert not V.k5({0.3: [0.3]})["holds"]
     assert V.k4(_seeds(0.78), _seeds(0.70), [0.1, 0.2])["holds"]
     assert not V.k4(_seeds(0.78), _seeds(0.70), [0.01, 0.02])["holds"]
 

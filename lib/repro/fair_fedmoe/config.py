@@ -34,7 +34,7 @@ class Config(BaseConfig):
     groups_sweep: tuple[int, ...] = knob((2, 4, 8), ge=2, le=64, min_len=1,
                                          doc="group counts of the synthetic binormal check of RES-AUC (C5b)")
     theta_deg: float = knob(45.0, ge=0, le=180, doc="θ: group g's class geometry is rotated by g·θ degrees")
-    group_offset_sd: float = knob(0.75, ge=0, le=10, doc="sd of the group offsets b_g (card 0.5, raised so that "
+    group_offset_sd: float = knob(1.0, ge=0, le=10, doc="sd of the group offsets b_g (card 0.5, raised so that "
                                                          "groups are identifiable and routing control K2 can pass)")
     site_shift: float = knob(0.5, ge=0, le=20, doc="‖s_k‖ of every site's scanner shift but the outlier's")
     outlier_shift: float = knob(10.0, ge=0, le=50, doc="‖s_k‖ of the planted incompatible site (the last one); the "

@@ -108,7 +108,8 @@ def run_federation(cfg: Config, rep: int, beta: float, default: bool) -> FedRun:
     run.diag = {"counts": counts, "omega": dg["omega_proto"], "omega_counts": dg["omega_counts"], "cos": dg["cos"],
                 "tv_omega_counts": AG.tv_distance(dg["omega_proto"], dg["omega_counts"]),
                 "route_acc": float(ok.mean()), "route_acc_group": [float(ok[T.g == k].mean()) for k in range(G)],
-                "mix_tv_pi": mix_tv_to_pi(counts / counts.sum(1, keepdims=True), fed.pi),
+                "mix_tv_pi": mix_tv_to_pi(fed.mixes, fed.pi),
+                "mix_tv_pi_empirical": mix_tv_to_pi(counts / counts.sum(1, keepdims=True), fed.pi),
                 "outlier_share_counts": share_counts, "outlier_share_omega": dg["omega_proto"][:, -1],
                 "n_draws": fed.n_draws}
     run.models = {"fair_fedmoe": full, "init_moe": init_m}
