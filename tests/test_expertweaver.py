@@ -167,6 +167,8 @@ def test_config_rejects_bad_values():
         ew.Config.from_profile("full", n_experts=7)
     with pytest.raises(ConfigError, match="budgets"):
         ew.Config.from_profile("full", budgets=[0.3])
+    with pytest.raises(ConfigError, match="budgets"):
+        ew.Config.from_profile("full", budgets=[0.375])
     with pytest.raises(ConfigError, match="top_rho"):
         ew.Config.from_profile("full", top_rho=0.0)
     with pytest.raises(ConfigError, match="d_model"):

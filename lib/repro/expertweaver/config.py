@@ -67,6 +67,8 @@ class Config(BaseConfig):
         if len(set(self.budgets)) != len(self.budgets):
             self.fail("budgets", f"has duplicates: {list(self.budgets)}")
         for b in self.budgets:
+            if b not in (0.5, 0.25, 0.125):
+                self.fail("budgets", f"may hold only 0.5, 0.25 and 0.125 (claims C2a, C2b, C2c); got {b}")
             if abs(b * self.n_experts - round(b * self.n_experts)) > 1e-9:
                 self.fail("budgets", f"{b} × n_experts = {b * self.n_experts:g} is not whole: baselines without a "
                           "shared expert must meet the budget with whole experts")
