@@ -39,6 +39,12 @@ def test_origin_strictly_feasible_for_every_scale(fam):
     assert (fam.violation(torch.zeros(len(s), fam.n, dtype=torch.float64), s) == 0).all()
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_quantile_rhs_keeps_origin_interior_for_every_seed(seed):
+    fam = hp.QCQPFamily(10, 10, seed=seed)
+    assert (fam.b_base > 0).all()
+
+
 def test_violation_matches_direct_evaluation(fam):
     rng = np.random.default_rng(0)
     inst = fam.sample(5, rng)

@@ -12,7 +12,8 @@ non-convex feasible set), p_i ~ N(0, 1)/n, as the authors draw them. Two departu
 * *Right-hand sides that bind* (card, "Controls and risks"): the authors' b_i = ‖p_i‖ + max|Λ_i|² makes the
   quadratic constraints almost never active at n ≥ 10. We set b_i to the α-quantile of g_i(R v) over v uniform on
   the sphere of radius R, α = 0.5^{1/m}, so that each constraint cuts ≈ 1 − α of the sphere and together they cut
-  about half of it. The origin stays strictly feasible (b_i > 0 is asserted).
+  about half of it. The origin stays strictly feasible: a constraint whose quantile is not positive (a mostly
+  negative-definite Q_i, which would cut off the origin) is redrawn; b_i > 0 is asserted.
 """
 from __future__ import annotations
 
@@ -70,12 +71,26 @@ class QCQPFamily:
         rng = np.random.default_rng([seed, n, m, 14])
         self.Qc, lam = _low_rank_sym(rng, m, n, self.rank)
         self.pc = rng.standard_normal((m, n)) / n
+        self.redrawn = 0                      # constraints redrawn because they cut off the origin
         if rhs == "authors":
             self.b_base = np.linalg.norm(self.pc, axis=1) + np.abs(lam).max(1) ** 2
         elif rhs == "quantile":
             v = radius * sphere(n_sphere, n, rng)
             g = 0.5 * np.einsum("ki,mij,kj->km", v, self.Qc, v) + v @ self.pc.T
             self.b_base = np.quantile(g, 0.5 ** (1.0 / m), axis=0)
+            # A constraint whose α-quantile on the sphere is not positive would cut off the interior point 0
+            # (mostly negative-definite Q_i); such (Q_i, p_i) are redrawn, as often as needed.
+            self.redrawn = 0
+            for _ in range(1000):
+                bad = np.flatnonzero(self.b_base <= 0)
+                if not bad.size:
+                    break
+                Qn, _ = _low_rank_sym(rng, bad.size, n, self.rank)
+                pn = rng.standard_normal((bad.size, n)) / n
+                gn = 0.5 * np.einsum("ki,mij,kj->km", v, Qn, v) + v @ pn.T
+                self.Qc[bad], self.pc[bad] = Qn, pn
+                self.b_base[bad] = np.quantile(gn, 0.5 ** (1.0 / m), axis=0)
+                self.redrawn += int(bad.size)
         else:
             raise ValueError(f"rhs must be 'quantile' or 'authors'; got {rhs!r}")
         assert (self.b_base > 0).all(), "the origin must be strictly feasible"
