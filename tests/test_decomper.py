@@ -292,6 +292,8 @@ def test_c4_holds_fails_and_inconclusive():
     noisy = {**lat, "none (A/A copy)": base * np.exp(0.3 * rng.standard_normal(50))}
     assert V.c4(params, 2, 1, noisy)["inconclusive"]
     assert V.c4(params, 2, 1, lat, smoke=True)["inconclusive"]
+    slow = {**lat, "refit": base * 1.2}                  # smoke: timings decide nothing, not even the condition
+    assert V.c4(params, 2, 1, slow, smoke=True)["holds"] == V.c4(params, 2, 1, lat, smoke=True)["holds"]
 
 
 def test_c5_holds_fails_and_inconclusive():
