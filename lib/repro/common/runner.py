@@ -31,7 +31,8 @@ from .seeding import THREAD_VARS
 
 #: Modules of ``repro.common`` that build the site or drive runs but never run inside a notebook: changing
 #: them does not change a chapter's results, so they stay out of :func:`inputs_hash`.
-BUILD_ONLY = frozenset({"runner.py", "book.py", "cli.py", "sweep.py", "nbtools.py", "cluster.py", "robustness.py", "timing.py"})
+BUILD_ONLY = frozenset({"runner.py", "book.py", "cli.py", "sweep.py", "nbtools.py", "cluster.py", "robustness.py", "timing.py",
+                        "exercises.py"})
 
 
 class RunError(RuntimeError):
