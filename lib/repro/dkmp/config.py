@@ -49,7 +49,7 @@ class Config(BaseConfig):
     dilation: float = knob(2.0, ge=1, le=4, doc="dilation d: s_l = s_1 d^(l-1)")
     r_max: float = knob(8.0, gt=0.5, le=20, doc="cutoff of SchNet-wide = interaction range R_max (σ)")
     # training
-    train_steps: int = knob(400, ge=1, le=100_000, doc="optimisation steps of every model (batch 2)")
+    train_steps: int = knob(600, ge=1, le=100_000, doc="optimisation steps of every model (batch 2)")
     lr: float = knob(1e-3, gt=0, le=1, doc="Adam learning rate (cosine schedule)")
     force_weight: float = knob(100.0, ge=0, le=1e6, doc="weight of the force term in the loss")
     # molecular dynamics (C5)
