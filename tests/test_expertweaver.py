@@ -229,6 +229,9 @@ def test_c4_c5():
     ew_c = np.array([[2.0, 1.8, 1.7], [2.0, 1.8, 1.7], [2.1, 1.9, 1.75]])
     base = ew_c + 0.1
     assert V.c4({"expertweaver": ew_c, "random_split": base})["holds"]
+    noisy = base.copy()
+    noisy[:, -1] = ew_c[:, -1] + np.array([0.001, 0.2, 0.001])
+    assert V.c4({"expertweaver": ew_c, "random_split": noisy})["inconclusive"]
     late = base.copy()
     late[:, -1] = ew_c[:, -1] - 0.01
     assert not V.c4({"expertweaver": ew_c, "random_split": late})["holds"]
