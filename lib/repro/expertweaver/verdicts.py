@@ -66,7 +66,8 @@ CLAIMS = {
           "(held-out loss, all conversion seeds), at each of the card's budgets (50 %, 25 %).",
     "C4": "Downcycling: as the init of a sparse MoE (1 shared + top-2 of 16 routed, about 20 % active), continued "
           "training gives lower mean validation loss than random-split and MoEfication inits at every checkpoint "
-          "(step 0 included), and the gap at the end is > 0 in all seeds (and, by the seed-count rule, its paired CI above 0)."
+          "(step 0 included), and the gap at the end is > 0 in all seeds (by the seed-count rule, with its paired CI "
+          "above 0).",
     "C5": "Efficiency: FFN multiply-adds per token fall proportionally to the active budget (counted exactly), and "
           "measured CPU latency at batch 1 improves by >= 1.3 × at 25 % active.",
 }
