@@ -78,6 +78,14 @@ class ConversionResults:
     router_mse: list[float] = field(default_factory=list)
 
 
+def seed_profiles(cfg, model: GPT, corpora: Corpora, s: int, seed0: tuple | None = None) -> list[LayerProfile]:
+    """Calibration activation profiles of conversion seed ``s``; seed 0's may be passed in (``seed0[2]``)."""
+    if s == 0 and seed0 is not None:
+        return seed0[2]
+    rows, _ = calibration_set(corpora, cfg.n_calib_seqs, cfg.context, conversion_rng(cfg, s, 1))
+    return profile_model(model, rows, cfg.top_rho)
+
+
 def run_conversions(cfg, model: GPT, corpora: Corpora, heldout: dict[str, np.ndarray],
                     progress: Callable[[str], None] | None = None, seed0: tuple | None = None) -> ConversionResults:
     """Every method at every budget for every conversion seed; held-out loss per domain and active counts.
@@ -88,12 +96,7 @@ def run_conversions(cfg, model: GPT, corpora: Corpora, heldout: dict[str, np.nda
     dense = evaluate_loss(model, heldout)
     probe = np.concatenate([heldout[d][:2] for d in DOMAINS])
     for s in range(cfg.n_seeds):
-        rng = conversion_rng(cfg, s, 1)
-        if s == 0 and seed0 is not None:
-            profiles = seed0[2]
-        else:
-            rows, _ = calibration_set(corpora, cfg.n_calib_seqs, cfg.context, rng)
-            profiles = profile_model(model, rows, cfg.top_rho)
+        profiles = seed_profiles(cfg, model, corpora, s, seed0)
         patterns = [C.pattern_vectors(p) for p in profiles]
         fixed: dict[str, list[Routing]] = {}      # partitions without a shared expert do not depend on the budget
         for b in cfg.budgets:
@@ -177,12 +180,7 @@ def run_downcycling(cfg, model: GPT, corpora: Corpora, heldout: dict[str, np.nda
     steps, plans0 = [], []
     t0 = time.perf_counter()
     for s in range(cfg.n_seeds):
-        rng = conversion_rng(cfg, s, 1)
-        if s == 0 and seed0 is not None:
-            profiles = seed0[2]
-        else:
-            rows, _ = calibration_set(corpora, cfg.n_calib_seqs, cfg.context, rng)
-            profiles = profile_model(model, rows, cfg.top_rho)
+        profiles = seed_profiles(cfg, model, corpora, s, seed0)
         X = [C.pattern_vectors(p) for p in profiles]
         plans = downcycle_plans(cfg, [activation_frequency(p.active) for p in profiles])
         plans0 = plans0 or plans
