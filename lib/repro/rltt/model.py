@@ -37,23 +37,13 @@ def exit_pdf_from_gates(lambdas: torch.Tensor) -> torch.Tensor:
     return torch.cat([lambdas[..., :-1] * before, survive[..., -1:]], dim=-1)
 
 
-class RMSNorm(nn.Module):
-    def __init__(self, d: int, eps: float = 1e-6) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(d))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-
-
 class Block(nn.Module):
     """Pre-norm transformer layer: causal multi-head attention and a SwiGLU MLP, both residual."""
 
     def __init__(self, d: int, n_heads: int, d_ff: int) -> None:
         super().__init__()
         self.n_heads, self.d_head = n_heads, d // n_heads
-        self.norm1, self.norm2 = RMSNorm(d), RMSNorm(d)
+        self.norm1, self.norm2 = nn.RMSNorm(d, eps=1e-6), nn.RMSNorm(d, eps=1e-6)
         self.qkv = nn.Linear(d, 3 * d, bias=False)
         self.proj = nn.Linear(d, d, bias=False)
         self.w_in = nn.Linear(d, 2 * d_ff, bias=False)    # gate and value halves of SwiGLU
@@ -100,7 +90,7 @@ class LoopedLM(nn.Module):
         self.tok = nn.Embedding(vocab, d_model)
         self.pos = nn.Embedding(max_len, d_model)
         self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff) for _ in range(n_layers_per_loop))
-        self.norm = RMSNorm(d_model)
+        self.norm = nn.RMSNorm(d_model, eps=1e-6)
         self.gate = nn.Linear(d_model, 1)
         nn.init.normal_(self.tok.weight, std=0.02)
         nn.init.normal_(self.pos.weight, std=0.02)
