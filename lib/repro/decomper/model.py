@@ -44,23 +44,13 @@ class LowRankLinear(nn.Module):
         return self.A @ self.B
 
 
-class RMSNorm(nn.Module):
-    def __init__(self, d: int, eps: float = 1e-6) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(d))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-
-
 class Block(nn.Module):
     """Pre-norm block: h_mid = h + o(attn(norm1 h)); h_out = h_mid + down(silu(gate(n)) ⊙ up(n)), n = norm2 h_mid."""
 
     def __init__(self, d: int, n_heads: int, d_ff: int) -> None:
         super().__init__()
         self.n_heads = n_heads
-        self.norm1, self.norm2 = RMSNorm(d), RMSNorm(d)
+        self.norm1, self.norm2 = nn.RMSNorm(d, eps=1e-6), nn.RMSNorm(d, eps=1e-6)
         for name, (m, n) in {"q": (d, d), "k": (d, d), "v": (d, d), "o": (d, d),
                              "gate": (d_ff, d), "up": (d_ff, d), "down": (d, d_ff)}.items():
             setattr(self, name, nn.Linear(n, m, bias=False))
@@ -95,7 +85,7 @@ class LlamaLM(nn.Module):
         self.embed = nn.Embedding(vocab, d_model)
         self.pos = nn.Parameter(torch.zeros(seq_len, d_model))
         self.blocks = nn.ModuleList([Block(d_model, n_heads, d_ff) for _ in range(n_layers)])
-        self.norm = RMSNorm(d_model)
+        self.norm = nn.RMSNorm(d_model, eps=1e-6)
         nn.init.normal_(self.embed.weight, std=0.02)
         nn.init.normal_(self.pos, std=0.02)
         for blk in self.blocks:
