@@ -124,6 +124,23 @@ void check2d(const arr& a, const char* name) {
   if (a.ndim() != 2) throw std::invalid_argument(std::string(name) + " must be a 2-d float64 array");
 }
 
+// FISTA's momentum step (Beck & Teboulle 2009): t' = (1 + sqrt(1 + 4t^2)) / 2, Y = Xn + ((t - 1)/t')(Xn - X),
+// X = Xn. Returns whether the step was small: ||Xn - X|| <= tol * max(1, ||X||) (never when tol <= 0).
+bool fista_momentum(double* X, const double* Xn, double* Y, double& t, size_t n, double tol) {
+  const double tn = 0.5 * (1.0 + std::sqrt(1.0 + 4.0 * t * t));
+  const double beta = (t - 1.0) / tn;
+  double nd = 0.0, nx = 0.0;
+  for (size_t a = 0; a < n; ++a) {
+    const double d = Xn[a] - X[a];
+    Y[a] = Xn[a] + beta * d;
+    nd += d * d;
+    nx += X[a] * X[a];
+    X[a] = Xn[a];
+  }
+  t = tn;
+  return tol > 0.0 && std::sqrt(nd) <= tol * std::max(1.0, std::sqrt(nx));
+}
+
 }  // namespace
 
 // Returns (Phi, iterations, kkt) — kkt is the KKT residual of the returned Phi when kkt_tol > 0, else NaN.
@@ -155,19 +172,9 @@ py::tuple fista_matrix(arr Gx, arr Gy, arr B, double mu, arr Phi0, double L, int
     for (int k = 0; k < max_iter; ++k) {
       prob.gradient(Y.data(), grad.data());
       for (size_t a = 0; a < n; ++a) Xn[a] = soft(Y[a] - grad[a] / L, thr);
-      const double tn = 0.5 * (1.0 + std::sqrt(1.0 + 4.0 * t * t));
-      const double beta = (t - 1.0) / tn;
-      double nd = 0.0, nx = 0.0;
-      for (size_t a = 0; a < n; ++a) {
-        const double d = Xn[a] - X[a];
-        Y[a] = Xn[a] + beta * d;
-        nd += d * d;
-        nx += X[a] * X[a];
-        X[a] = Xn[a];
-      }
-      t = tn;
+      const bool converged = fista_momentum(X, Xn.data(), Y.data(), t, n, tol);
       it = k + 1;
-      if (tol > 0.0 && std::sqrt(nd) <= tol * std::max(1.0, std::sqrt(nx))) break;
+      if (converged) break;
       if (kkt_tol > 0.0 && it % kkt_every == 0) {
         prob.gradient(X, grad.data());
         kkt = kkt_from_grad(grad.data(), X, n, mu);
@@ -213,19 +220,9 @@ py::tuple fista_impute(arr Xa, arr Ya, arr Ncnt, arr S, double lam, arr Phi0, do
       matmul_tn(xa, W.data(), t2.data(), P, M, N);        // Xa^T W         (P x N)
       matmul(t2.data(), ya, grad.data(), P, N, Q);        // (Xa^T W) Ya    (P x Q)
       for (size_t a = 0; a < n; ++a) Xn[a] = soft(Y[a] - (2.0 * grad[a]) / L, thr);
-      const double tn = 0.5 * (1.0 + std::sqrt(1.0 + 4.0 * t * t));
-      const double beta = (t - 1.0) / tn;
-      double nd = 0.0, nx = 0.0;
-      for (size_t a = 0; a < n; ++a) {
-        const double d = Xn[a] - X[a];
-        Y[a] = Xn[a] + beta * d;
-        nd += d * d;
-        nx += X[a] * X[a];
-        X[a] = Xn[a];
-      }
-      t = tn;
+      const bool converged = fista_momentum(X, Xn.data(), Y.data(), t, n, tol);
       it = k + 1;
-      if (tol > 0.0 && std::sqrt(nd) <= tol * std::max(1.0, std::sqrt(nx))) break;
+      if (converged) break;
     }
   }
   return py::make_tuple(out, it);

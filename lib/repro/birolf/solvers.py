@@ -81,6 +81,15 @@ def main_objective(Gx: np.ndarray, Gy: np.ndarray, B: np.ndarray, Phi: np.ndarra
 
 
 # --------------------------------------------------------------------------------------------- matrix FISTA
+def _fista_momentum(X, Xn, t, tol):
+    """FISTA's momentum step (Beck & Teboulle 2009): t' = (1 + √(1 + 4t²))/2, Y = Xn + ((t − 1)/t')(Xn − X).
+    Returns (Xn, Y, t', small) with small = ‖Xn − X‖ ≤ tol·max(1, ‖X‖) (never when tol ≤ 0)."""
+    tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+    d = Xn - X
+    small = tol > 0 and np.sqrt(np.sum(d * d)) <= tol * max(1.0, np.sqrt(np.sum(X * X)))
+    return Xn, Xn + ((t - 1.0) / tn) * d, tn, bool(small)
+
+
 def _fista_matrix_numpy(Gx, Gy, B, mu, Phi0, L, max_iter, tol, kkt_tol, kkt_every, path=None):
     X = np.array(Phi0, dtype=float, copy=True)
     Y = X.copy()
@@ -89,12 +98,9 @@ def _fista_matrix_numpy(Gx, Gy, B, mu, Phi0, L, max_iter, tol, kkt_tol, kkt_ever
     for k in range(max_iter):
         grad = 2.0 * _apply(Gx, Gy, Y) - 2.0 * B
         Xn = soft_threshold(Y - grad / L, thr)
-        tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        d = Xn - X
-        Y = Xn + ((t - 1.0) / tn) * d
-        nd, nx = np.sqrt(np.sum(d * d)), np.sqrt(np.sum(X * X))
-        X, t, it = Xn, tn, k + 1
-        if tol > 0 and nd <= tol * max(1.0, nx):
+        X, Y, t, small = _fista_momentum(X, Xn, t, tol)
+        it = k + 1
+        if small:
             break
         if kkt_tol > 0 and it % kkt_every == 0:
             kkt, kkt_at = kkt_residual(Gx, Gy, B, X, mu), it
@@ -278,12 +284,9 @@ def _fista_impute_numpy(Xa, Ya, Ncnt, S, lam, Phi0, L, max_iter, tol):
     for k in range(max_iter):
         grad = 2.0 * (Xa.T @ (Ncnt * (Xa @ Y @ Ya.T) - S) @ Ya)
         Xn = soft_threshold(Y - grad / L, thr)
-        tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        d = Xn - X
-        Y = Xn + ((t - 1.0) / tn) * d
-        nd, nx = np.sqrt(np.sum(d * d)), np.sqrt(np.sum(X * X))
-        X, t, it = Xn, tn, k + 1
-        if tol > 0 and nd <= tol * max(1.0, nx):
+        X, Y, t, small = _fista_momentum(X, Xn, t, tol)
+        it = k + 1
+        if small:
             break
     return X, it
 
