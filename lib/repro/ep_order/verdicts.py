@@ -1,0 +1,260 @@
+"""Chapter 17's claims and controls, and the functions that decide them from measured numbers.
+
+Every function returns the keyword arguments of :meth:`repro.common.Ledger.control` (controls) or
+:meth:`~repro.common.Ledger.record` (claims, with ``needs``), so the notebook writes
+``ledger.record("C1", **verdicts.c1(...))``. Reasons are sentences computed from the numbers; thresholds are the
+card's (:data:`THRESHOLDS`), never tuned.
+
+Rules (card, *Claims* and *Controls and risks*; CONTRIBUTING, *Seed-count rules and noise*).
+
+* The primary metric is the mean held-out response loss: token NLL on the response per domain, averaged over the
+  seven domains. Lower is better.
+* Seed-count claims (C1 "≥ 4 of 5", C3 "≥ 2 of 3") hold only when the count is met *and* the paired 95 % CI
+  (:func:`repro.common.compare_paired`) says ``better``; a count met inside seed noise is ``inconclusive``; a
+  count missed ``fails`` (when the controls passed).
+* C4 and C5 (no seed count) hold on ``better``, fail on ``worse`` and are inconclusive on ``no measurable
+  difference``. C2 compares per-domain means over seeds with the card's tolerance max(1.02 ×, +0.02 nats), counting
+  only domains that pass K1's per-domain condition. C6 compares CPU times; the smoke profile's few steps are timing
+  noise, so it is inconclusive there.
+* Fewer than ``min_seeds`` paired seeds: every comparative claim is inconclusive.
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from repro.common import compare_paired
+
+THRESHOLDS = {
+    "K1_max_entropy_frac": 0.8,   # random shuffle's loss <= 0.8 × the domain's response-character unigram entropy
+    "K1_min_domains": 5,          # ... on >= 5 of 7 domains
+    "K2_min_diff": 0.03,          # |no-mix − random| >= 0.03 nats with the paired CI excluding 0
+    "K2_min_forgetting": 0.05,    # no-mix: first cluster's domain loss rises >= 0.05 nats after its block
+    "K3_min_purity": 0.8,         # cluster purity vs the true domain (every seed)
+    "K3_max_path_ratio": 0.8,     # path length <= 0.8 × the mean over random cluster orders (every seed)
+    "K4_min_gap": 0.1,            # mid-training gradient cosine: same-domain minus different-domain pairs
+    "C1_min_win_frac": 0.8,       # EP-Order lower loss than random in >= 4 of 5 seeds
+    "C2_ratio": 1.02,             # EP-Order's domain loss <= max(1.02 ×, +0.02 nats) random's ...
+    "C2_abs": 0.02,
+    "C2_min_domains": 5,          # ... on >= 5 of the 7 domains
+    "C3_min_win_frac": 2 / 3,     # no-mix worse than EP-Order in >= 2 of 3 seeds, in loss and in forgetting
+    "C6_max_ratio": 0.25,         # (warm-up + embedding + clustering + ordering) / main training, CPU time
+    "min_seeds": 3,
+}
+T = THRESHOLDS
+
+CLAIMS = {
+    "C1": "Effectiveness: mean held-out response loss after training with EP-Order is lower than with random "
+          "shuffling, in >= 4 of 5 seeds (paired; mean diff ± 95 % CI).",
+    "C2": "Breadth: EP-Order's loss is <= 1.02 × random shuffle's (or within +0.02 nats, whichever is larger) on "
+          ">= 5 of the 7 domains (mean over seeds; only domains that pass K1 count).",
+    "C3": "Mixed regions: removing them (pure cluster blocks) raises mean loss and raises forgetting (increase of "
+          "held-out loss on the first-visited cluster's dominant domain between the end of its block in the last "
+          "epoch and the end of training) versus full EP-Order, in >= 2 of 3 seeds.",
+    "C4": "Proximity ordering matters: EP-Order beats the same clusters with mixed regions in a random cluster order "
+          "(mean loss over the ablation seeds, paired).",
+    "C5": "Mechanism, fewer conflicts: the mean cosine similarity between the last block's gradients of consecutive "
+          "mini-batches is higher under EP-Order than under random shuffle.",
+    "C6": "Overhead: warm-up + embedding + clustering + ordering cost <= 25 % of the main training time.",
+}
+
+CONTROLS = {
+    "K1": "Skills learned, not at the floor: random shuffle's response loss <= 0.8 × the domain's "
+          "response-character unigram entropy on >= 5 of 7 domains.",
+    "K2": "Order visibly matters: the paired 95 % CI of (no-mix − random) mean loss excludes 0 with |diff| >= 0.03 "
+          "nats, and in no-mix the first cluster's domain loss rises >= 0.05 nats after its block.",
+    "K3": "The path is a real ordering: cluster purity >= 0.8 and path length <= 0.8 × the mean over random "
+          "cluster orders, at every seed.",
+    "K4": "Conflict exists: mid-training, the last-block gradient cosine of same-domain batch pairs exceeds that of "
+          "different-domain pairs by >= 0.1.",
+}
+
+
+def _few(n: int) -> str | None:
+    return (f"only {n} paired seed(s): fewer than {T['min_seeds']} decide no comparison"
+            if n < T["min_seeds"] else None)
+
+
+def _ci(c) -> str:
+    return f"{c.mean_diff:+.4f} nats, 95 % CI [{c.ci_lo:+.4f}, {c.ci_hi:+.4f}]"
+
+
+def unigram_entropy(responses: Sequence[str]) -> float:
+    """Entropy (nats) of the character distribution of ``responses`` (each with its closing newline)."""
+    chars = "".join(r + "\n" for r in responses)
+    _, counts = np.unique(np.frombuffer(chars.encode(), dtype=np.uint8), return_counts=True)
+    p = counts / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def k1_passing(random_loss: Mapping[str, float], entropy: Mapping[str, float]) -> list[str]:
+    """Domains whose random-shuffle loss is <= 0.8 × their unigram entropy."""
+    return [d for d in random_loss if random_loss[d] <= T["K1_max_entropy_frac"] * entropy[d]]
+
+
+# ----------------------------------------------------------------------------- controls
+
+def k1(random_loss: Mapping[str, float], entropy: Mapping[str, float]) -> dict:
+    """Per-domain loss of random shuffle (mean over seeds) and the domain's response unigram entropy (nats)."""
+    ok = k1_passing(random_loss, entropy)
+    ratios = {d: random_loss[d] / entropy[d] for d in random_loss}
+    low = ", ".join(f"{d} {ratios[d]:.2f}" for d in random_loss if d not in ok) or "none"
+    return dict(holds=len(ok) >= T["K1_min_domains"],
+                threshold=f"loss <= {T['K1_max_entropy_frac']} × unigram entropy on >= {T['K1_min_domains']} of "
+                          f"{len(random_loss)} domains",
+                numbers={"domains passing": len(ok), **{f"{d} loss/entropy": r for d, r in ratios.items()}},
+                reason=f"only {len(ok)} of {len(random_loss)} domains fall below {T['K1_max_entropy_frac']} × their "
+                       f"unigram entropy (loss/entropy of the others: {low}): the model has not learned enough skills "
+                       "for orderings to differ in")
+
+
+def k2(nomix: Sequence[float], random: Sequence[float], nomix_forgetting: Sequence[float]) -> dict:
+    """Per ablation seed: mean loss of no-mix and of random shuffle, and no-mix's forgetting (nats)."""
+    a, b, f = (np.asarray(x, float) for x in (nomix, random, nomix_forgetting))
+    thr = (f"paired 95 % CI of no-mix − random excludes 0 with |diff| >= {T['K2_min_diff']} nats; "
+           f"no-mix forgetting >= {T['K2_min_forgetting']} nats")
+    if a.size < 2:
+        return dict(holds=False, threshold=thr, numbers={"pairs": int(a.size)},
+                    reason=f"{a.size} ablation seed(s): no paired interval of no-mix − random")
+    c = compare_paired(a, b)                    # diff = no-mix − random
+    excl = c.ci_lo > 0 or c.ci_hi < 0
+    big = abs(c.mean_diff) >= T["K2_min_diff"]
+    forg = float(f.mean())
+    holds = bool(excl and big and forg >= T["K2_min_forgetting"])
+    parts = []
+    if not excl:
+        parts.append("its CI contains 0")
+    if not big:
+        parts.append(f"|diff| < {T['K2_min_diff']}")
+    if forg < T["K2_min_forgetting"]:
+        parts.append(f"no-mix forgetting {forg:+.4f} < {T['K2_min_forgetting']}")
+    return dict(holds=holds, threshold=thr,
+                numbers={"no-mix − random": c.mean_diff, "diff ci95": [c.ci_lo, c.ci_hi], "pairs": c.n,
+                         "no-mix forgetting": forg},
+                reason=f"no-mix − random = {_ci(c)}; " + "; ".join(parts) + ": orders do not visibly change the "
+                       "outcome at this scale")
+
+
+def k3(purities: Sequence[float], path_ratios: Sequence[float]) -> dict:
+    """Per seed: cluster purity vs the true domain; path length / mean random-order length."""
+    p, r = np.asarray(purities, float), np.asarray(path_ratios, float)
+    holds = bool(p.min() >= T["K3_min_purity"] and r.max() <= T["K3_max_path_ratio"])
+    return dict(holds=holds,
+                threshold=f"purity >= {T['K3_min_purity']} and path/random <= {T['K3_max_path_ratio']} at every seed",
+                numbers={"min purity": float(p.min()), "mean purity": float(p.mean()),
+                         "max path ratio": float(r.max()), "mean path ratio": float(r.mean())},
+                reason=f"lowest purity {p.min():.3f} (needs >= {T['K3_min_purity']}), largest path ratio {r.max():.3f} "
+                       f"(needs <= {T['K3_max_path_ratio']}): the clusters or the path do not carry the structure "
+                       "EP-Order orders by")
+
+
+def k4(same: Sequence[float], diff: Sequence[float]) -> dict:
+    """Per seed: mean last-block gradient cosine of same-domain and of different-domain batch pairs, mid-training."""
+    s, d = np.asarray(same, float), np.asarray(diff, float)
+    gap = float((s - d).mean())
+    return dict(holds=gap >= T["K4_min_gap"], threshold=f"same − different >= {T['K4_min_gap']}",
+                numbers={"same-domain cos": float(s.mean()), "different-domain cos": float(d.mean()), "gap": gap},
+                reason=f"same-domain batches agree only {gap:+.3f} more than different-domain ones: there is little "
+                       "conflict for an ordering to remove")
+
+
+# ----------------------------------------------------------------------------- claims
+
+def c1(ep: Sequence[float], random: Sequence[float]) -> dict:
+    """Per-seed mean response loss of EP-Order and random shuffle."""
+    e, r = np.asarray(ep, float), np.asarray(random, float)
+    n = e.size
+    c = compare_paired(e, r, higher_is_better=False)        # mean_diff = random − EP (positive: EP better)
+    wins, need = int((e < r).sum()), math.ceil(T["C1_min_win_frac"] * n - 1e-9)
+    txt = (f"random − EP-Order = {_ci(c)} ({c.word}); EP-Order lower in {wins} of {n} seeds (needs {need})")
+    inc = _few(n)
+    if not inc and wins >= need and not c.better:
+        inc = txt + ": the count is met inside seed noise"
+    return dict(holds=bool(wins >= need and c.better), threshold=f"EP-Order lower in >= {need} of {n} seeds and "
+                f"paired 95 % CI of random − EP-Order > 0",
+                numbers={"EP-Order loss": float(e.mean()), "random loss": float(r.mean()), **c.numbers(),
+                         "seeds EP lower": wins},
+                reason=txt, inconclusive=inc, needs=("K1", "K2", "K3"))
+
+
+def c2(ep: Mapping[str, float], random: Mapping[str, float], passing: Sequence[str], n_seeds: int) -> dict:
+    """Per-domain loss (mean over seeds) of EP-Order and random shuffle; ``passing``: domains that pass K1."""
+    tol = {d: max(T["C2_ratio"] * random[d], random[d] + T["C2_abs"]) for d in random}
+    ok = [d for d in passing if ep[d] <= tol[d]]
+    bad = [d for d in random if d not in ok]
+    txt = (f"EP-Order within max(1.02 ×, +0.02 nats) of random on {len(ok)} of the {len(passing)} domains that pass "
+           f"K1 (needs {T['C2_min_domains']} of 7)" + (f"; not on: " + ", ".join(
+               f"{d} {ep[d]:.3f} vs {random[d]:.3f}" + ("" if d in passing else " (fails K1)") for d in bad)
+               if bad else ""))
+    return dict(holds=len(ok) >= T["C2_min_domains"],
+                threshold=f"EP <= max(1.02 × random, random + 0.02) on >= {T['C2_min_domains']} of 7 domains",
+                numbers={"domains within": len(ok), "domains counted": len(passing),
+                         **{f"{d} EP/random": ep[d] / random[d] for d in random}},
+                reason=txt, inconclusive=_few(n_seeds), needs=("K1", "K2"))
+
+
+def c3(ep_loss: Sequence[float], nomix_loss: Sequence[float], ep_forget: Sequence[float],
+       nomix_forget: Sequence[float]) -> dict:
+    """Per ablation seed: mean loss and forgetting (nats) of EP-Order and of no-mix."""
+    el, nl, ef, nf = (np.asarray(x, float) for x in (ep_loss, nomix_loss, ep_forget, nomix_forget))
+    n = el.size
+    need = math.ceil(T["C3_min_win_frac"] * n - 1e-9)
+    cl = compare_paired(el, nl, higher_is_better=False)     # no-mix − EP (positive: mixing helps)
+    cf = compare_paired(ef, nf, higher_is_better=False)
+    wl, wf = int((nl > el).sum()), int((nf > ef).sum())
+    txt = (f"no-mix − EP-Order: loss {_ci(cl)} ({cl.word}), higher in {wl} of {n} seeds; forgetting {_ci(cf)} "
+           f"({cf.word}), higher in {wf} of {n} seeds (needs {need} for each)")
+    met = wl >= need and wf >= need
+    inc = _few(n)
+    if not inc and met and not (cl.better and cf.better):
+        inc = txt + ": the counts are met inside seed noise"
+    return dict(holds=bool(met and cl.better and cf.better),
+                threshold=f"no-mix higher in loss and in forgetting in >= {need} of {n} seeds, paired CIs > 0",
+                numbers={"EP loss": float(el.mean()), "no-mix loss": float(nl.mean()), **cl.numbers("loss"),
+                         "EP forgetting": float(ef.mean()), "no-mix forgetting": float(nf.mean()),
+                         **cf.numbers("forgetting")},
+                reason=txt, inconclusive=inc, needs=("K2",))
+
+
+def c4(ep: Sequence[float], rco: Sequence[float]) -> dict:
+    """Per ablation seed: mean loss of EP-Order and of its clusters in a random order (same mixing)."""
+    e, r = np.asarray(ep, float), np.asarray(rco, float)
+    c = compare_paired(e, r, higher_is_better=False)
+    txt = f"random cluster order − EP-Order = {_ci(c)} ({c.word})"
+    inc = _few(e.size)
+    if not inc and not c.better and not c.worse:
+        inc = txt + ": no measurable difference decides no comparison"
+    return dict(holds=c.better, threshold="paired 95 % CI of random-cluster-order − EP-Order loss > 0",
+                numbers={"EP loss": float(e.mean()), "random cluster order loss": float(r.mean()), **c.numbers()},
+                reason=txt, inconclusive=inc, needs=("K2", "K3"))
+
+
+def c5(ep: Sequence[float], random: Sequence[float]) -> dict:
+    """Per seed: mean consecutive-batch gradient cosine (last block) of EP-Order and random shuffle."""
+    e, r = np.asarray(ep, float), np.asarray(random, float)
+    c = compare_paired(e, r)
+    txt = f"EP-Order − random in consecutive-batch gradient cosine = {c.mean_diff:+.4f}, 95 % CI [{c.ci_lo:+.4f}, {c.ci_hi:+.4f}] ({c.word})"
+    inc = _few(e.size)
+    if not inc and not c.better and not c.worse:
+        inc = txt + ": no measurable difference decides no comparison"
+    return dict(holds=c.better, threshold="paired 95 % CI of EP-Order − random gradient cosine > 0",
+                numbers={"EP-Order cos": float(e.mean()), "random cos": float(r.mean()), **c.numbers()},
+                reason=txt, inconclusive=inc, needs=("K4",))
+
+
+def c6(overhead_s: Sequence[float], train_s: Sequence[float], smoke: bool = False) -> dict:
+    """Per seed: CPU seconds of warm-up + embedding + clustering + ordering, and of EP-Order's main training."""
+    o, t = np.asarray(overhead_s, float), np.asarray(train_s, float)
+    ratio = float(o.sum() / t.sum())
+    thr = f"overhead <= {T['C6_max_ratio']:.2f} × main training (CPU time)"
+    nums = {"overhead": f"{o.mean():.2f} s", "main training": f"{t.mean():.2f} s"}
+    if smoke:
+        return dict(holds=None, threshold=thr, numbers=nums,
+                    inconclusive="smoke profile: a few steps of a tiny model are timing noise (and timings are kept "
+                                 "out of the determinism check); the full profile decides")
+    verb = "within" if ratio <= T["C6_max_ratio"] else "above"
+    return dict(holds=ratio <= T["C6_max_ratio"], threshold=thr, numbers={"ratio": f"{ratio:.3f} ×", **nums},
+                reason=f"EP-Order's preparation costs {ratio:.3f} × its main training, {verb} the card's "
+                       f"{T['C6_max_ratio']:.2f} ×")

