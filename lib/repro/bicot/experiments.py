@@ -1,0 +1,198 @@
+"""Chapter 03's experiment, stage by stage (the notebook calls one stage per cell).
+
+Seeds. The base models M0 (seed 0) and M0' (seed 1) are the same for every chapter seed (cached); ``cfg.seed``
+drives the secret key, the null and wrong keys, the watermark/M0c batches (shared), the query sets, the accuracy
+problems and every attack. Models compared on the same problems share them (paired).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from . import api, attacks, baselines, metrics, saliency
+from . import verify as V
+from . import watermark as wm
+from .model import GPTConfig, answer_accuracy, load_or_train_base
+from .tasks import Tokenizer, make_problems, max_depth_len
+
+OUTPUT_ATTACKS = ("temperature 0.5", "temperature 2", "shift", "bias", "noise", "trunc")
+
+
+@dataclass
+class Study:
+    cfg: object
+    tok: Tokenizer
+    gc: GPTConfig
+    sets: list = field(default_factory=list)          # in-domain query sets (lists of Problems)
+    ood_sets: list = field(default_factory=list)
+    acc_problems: list = field(default_factory=list)
+    acc_ood: list = field(default_factory=list)
+    white_box: list = field(default_factory=list)
+    models: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+    records: dict = field(default_factory=dict)      # (model name, "id"/"ood") -> [Records per set]
+    anchor_types: tuple = ("=",)
+
+    @property
+    def max_new(self) -> int:
+        return max_depth_len(self.cfg.depth_range[1] + 1)[1]
+
+    @property
+    def W_U(self) -> np.ndarray:
+        return self.models["M0"].W_U.detach().numpy().astype(float)
+
+
+def setup(cfg) -> Study:
+    tok = Tokenizer(cfg.modulus)
+    gc = GPTConfig(tok.vocab_size, cfg.d_model, cfg.n_layers, 4, cfg.d_ff)
+    st = Study(cfg, tok, gc)
+    ss = np.random.SeedSequence([0x3B1C, cfg.seed]).spawn(6)
+    rq, ro, ra, rb, rw = (np.random.default_rng(s) for s in ss[:5])
+    dr = tuple(cfg.depth_range)
+    st.sets = [make_problems(rq, cfg.n_verify, cfg.modulus, dr, tok) for _ in range(cfg.n_query_sets)]
+    st.ood_sets = [make_problems(ro, cfg.n_verify, cfg.modulus, dr, tok, ood=True) for _ in range(cfg.n_query_sets)]
+    st.acc_problems = make_problems(ra, cfg.n_acc, cfg.modulus, dr, tok)
+    st.acc_ood = make_problems(rb, cfg.n_acc, cfg.modulus, dr, tok, ood=True)
+    st.white_box = make_problems(rw, cfg.n_white_box, cfg.modulus, dr, tok)
+    krng = np.random.default_rng(ss[5])
+    st.info["secret"] = int(krng.integers(2**31))
+    st.B = wm.make_key(st.info["secret"], cfg.d_model, cfg.key_rank)
+    st.null_keys = wm.make_keys(np.random.default_rng(krng.integers(2**31)), cfg.n_null_keys, cfg.d_model, cfg.key_rank)
+    st.wrong_keys = wm.make_keys(np.random.default_rng(krng.integers(2**31)), cfg.n_wrong_keys, cfg.d_model, cfg.key_rank)
+    return st
+
+
+def train_bases(st: Study, progress=None) -> None:
+    c = st.cfg
+    dr = tuple(c.depth_range)
+    st.models["M0"], st.info["M0"] = load_or_train_base("m0", st.tok, st.gc, c.modulus, dr, 0, c.base_steps, 0.8,
+                                                        use_cache=c.use_cached_base, progress=progress)
+    st.models["M0'"], st.info["M0'"] = load_or_train_base("m0prime", st.tok, st.gc, c.modulus, dr, 1, c.base2_steps,
+                                                          2.0, use_cache=c.use_cached_base, progress=progress)
+
+
+def choose_anchors(st: Study) -> dict:
+    stats = saliency.saliency_by_type(st.models["M0"], st.white_box[:256], st.tok)
+    st.anchor_types = saliency.select_anchor_types(stats)
+    return stats
+
+
+def embed(st: Study) -> None:
+    """BiCoT, the clean continuation M0c (same batches, same number of steps, λ_sig = 0) and the hidden-state
+    signature ablation (same steps)."""
+    c, M0 = st.cfg, st.models["M0"]
+    kw = dict(tok=st.tok, p=c.modulus, depth_range=tuple(c.depth_range), seed=1000 + c.seed, k=c.top_k,
+              lam_ctrl=c.lam_ctrl, anchor_types=st.anchor_types)
+    st.models["BiCoT"], st.info["BiCoT"] = wm.embed_watermark(copy.deepcopy(M0), M0, st.B, steps=c.wm_steps, **kw)
+    n = st.info["BiCoT"]["steps"]
+    st.models["M0c"], st.info["M0c"] = wm.embed_watermark(copy.deepcopy(M0), M0, None, steps=n, fixed_steps=n, **kw)
+    st.models["hidden"], st.info["hidden"] = wm.embed_watermark(copy.deepcopy(M0), M0, st.B, steps=n, fixed_steps=n,
+                                                                kind="hidden", **kw)
+
+
+def white_box(st: Study, names=("M0", "M0c", "BiCoT", "hidden")) -> dict:
+    """Anchor R(B) (top-k of the full logits) and ‖Bᵀh‖²/‖h‖² on fresh prompts, per model (arrays over anchors)."""
+    out = {}
+    for name in names:
+        rec = api.query(st.models[name], st.white_box, st.tok, st.cfg.top_k, st.max_new)
+        am = api.anchor_mask(rec, st.tok, st.anchor_types)
+        R = wm.energy_ratio_np(rec.top_lp[am], rec.top_ids[am], st.W_U, st.B)
+        ids = torch.from_numpy(rec.ids)
+        with torch.no_grad():
+            _, h = st.models[name](ids)
+        hr = wm.hidden_ratio(h.numpy()[am], st.B)
+        mass = np.exp(rec.top_lp[am][:, 1:]).sum(1)         # top-k mass outside the arg-max
+        out[name] = {"R": R, "hidden": hr, "nonargmax_mass": mass}
+    return out
+
+
+def model_attacks(st: Study) -> dict:
+    """Attacked copies of BiCoT (C3, K3 dose sweep) and of M0 (negatives); the trigger baseline and its FT attack."""
+    c = st.cfg
+    dr = tuple(c.depth_range)
+    bic, M0 = st.models["BiCoT"], st.models["M0"]
+    s = 2000 + c.seed
+    ck = tuple(x for x in (50, 100) if x < c.ft_attack_steps)
+    ft = attacks.finetune_attack(bic, st.tok, c.modulus, dr, c.ft_attack_steps, 1e-3, s, checkpoints=(0, *ck))
+    st.ft_curve = sorted(ft)
+    for k, m in ft.items():
+        if k:
+            st.models[f"BiCoT FT{k}"] = m
+    st.models["BiCoT FT"] = ft[c.ft_attack_steps]
+    for b in c.quant_bits:
+        st.models[f"BiCoT int{b}"] = attacks.quantize(bic, b)
+        st.models[f"M0 int{b}"] = attacks.quantize(M0, b)
+    st.models["BiCoT noise2%"] = attacks.weight_noise(bic, 0.02, s)
+    st.models["M0 noise2%"] = attacks.weight_noise(M0, 0.02, s)
+    st.models["BiCoT prune30%"] = attacks.magnitude_prune(bic, 0.3)
+    st.models["M0 prune30%"] = attacks.magnitude_prune(M0, 0.3)
+    # K3's dose sweep
+    for lv in c.dose_noise:
+        st.models[f"BiCoT noise{lv:.0%}"] = attacks.weight_noise(bic, lv, s)
+    for fr in c.dose_prune:
+        st.models[f"BiCoT prune{fr:.0%}"] = attacks.magnitude_prune(bic, fr)
+    st.models["BiCoT FT-smooth"] = attacks.finetune_attack(bic, st.tok, c.modulus, dr, c.ft_attack_steps, 1e-3, s,
+                                                           label_smoothing=0.1)[c.ft_attack_steps]
+    st.models["M0 noise20%"] = attacks.weight_noise(M0, 0.2, s)          # K2's damaged copy
+    # trigger fingerprint and the same fine-tuning attack on it
+    trig, tinfo = baselines.train_trigger_fp(M0, st.tok, c.modulus, dr, st.info["secret"], c.trigger_steps, s + 1)
+    st.models["trigger"] = trig
+    tft = attacks.finetune_attack(trig, st.tok, c.modulus, dr, c.ft_attack_steps, 1e-3, s, checkpoints=(0, *ck))
+    return {"trigger_info": tinfo,
+            "trigger_rate": {k: baselines.trigger_rate(m, st.tok, tinfo["triggers"], tinfo["response"]) for k, m in tft.items()},
+            "dist_ft": attacks.param_distance(st.models["BiCoT FT"], bic),
+            "dist_wm": attacks.param_distance(bic, M0)}
+
+
+def query_all(st: Study, names, split: str = "id") -> None:
+    sets = st.sets if split == "id" else st.ood_sets
+    for n in names:
+        if (n, split) not in st.records:
+            st.records[(n, split)] = [api.query(st.models[n], s, st.tok, st.cfg.top_k, st.max_new) for s in sets]
+
+
+def verify_model(st: Study, name: str, split: str = "id", attack: dict | None = None, use_registration: bool = True,
+                 rng: np.random.Generator | None = None, wrong_keys: bool = False) -> list[dict]:
+    """Verification results of one suspect on every query set (refs: BiCoT's own records of the same prompts)."""
+    query_all(st, [name, "BiCoT"], split)
+    out = []
+    per = len(st.wrong_keys) // len(st.records[(name, split)])
+    for i, (rec, ref) in enumerate(zip(st.records[(name, split)], st.records[("BiCoT", split)])):
+        sus = api.reported(rec, attack=attack, rng=rng) if attack else rec
+        extra = st.wrong_keys[i * per:(i + 1) * per] if wrong_keys else None
+        out.append(V.verify(sus, ref, st.tok, st.W_U, st.B, st.null_keys, use_registration, extra))
+    return out
+
+
+def zs(results: list[dict]) -> np.ndarray:
+    return np.array([r["z"] for r in results])
+
+
+def wrong_zs(results: list[dict]) -> np.ndarray:
+    return np.concatenate([r["z_extra"] for r in results])
+
+
+def whitening_sweep(st: Study, z_of, acc_of, base_acc: float) -> list[dict]:
+    """Whitening attacks of growing λ from BiCoT, stopped once z < 4 or accuracy is down 10 points."""
+    c = st.cfg
+    dr = tuple(c.depth_range)
+    bic = st.models["BiCoT"]
+    Ul, Uh, ids, am = attacks.anchor_pcs(bic, st.tok, c.modulus, dr, c.key_rank, 3000 + c.seed)
+    e0 = attacks.pc_energy(bic, Ul, ids, am)
+    rows = [{"lam": 0.0, "name": "BiCoT", "z": z_of("BiCoT"), "acc": base_acc, "pc_energy": e0}]
+    for lam in c.whiten_lams:
+        name = f"whiten λ={lam:g}"
+        st.models[name] = attacks.whitening_attack(bic, st.tok, c.modulus, dr, c.whiten_steps, lam, c.key_rank,
+                                                   3000 + c.seed, anchor_types=st.anchor_types, pcs=(Ul, Uh))
+        rows.append({"lam": lam, "name": name, "z": z_of(name), "acc": acc_of(name),
+                     "pc_energy": attacks.pc_energy(st.models[name], Ul, ids, am)})
+        if rows[-1]["z"] < 4 or rows[-1]["acc"] <= base_acc - 0.10:
+            break
+    return rows
+
+
+def roc_summary(pos, neg) -> dict:
+    return {"AUC": metrics.auc(pos, neg), "TPR@1%FPR": metrics.tpr_at_fpr(pos, neg, 0.01)}
