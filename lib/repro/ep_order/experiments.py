@@ -100,7 +100,7 @@ def prepare_seed(cfg, base: CharGPT, i: int) -> SeedSetup:
     if cfg.embedder == "minilm":
         E = MiniLM().encode([x["text"] for x in train])
     else:
-        E = embed_samples(warm, train)
+        E = embed_samples(warm, train, cfg.embed_positions, cfg.embed_center)
     t["embedding"] = time.process_time() - t0
     t0 = time.process_time()
     labels, C = kmeans(E, cfg.n_clusters, cfg.kmeans_iters, cfg.kmeans_restarts, rng)

@@ -184,17 +184,25 @@ def greedy_response(model: CharGPT, sample: dict, max_new: int = 40) -> str:
 
 
 @torch.no_grad()
-def embed_samples(model: CharGPT, samples: Sequence[dict], batch_size: int = 256) -> np.ndarray:
-    """[N, d] mean of the final-layer hidden states over instruction and response positions, L2-normalised."""
+def embed_samples(model: CharGPT, samples: Sequence[dict], positions: str = "all", center: bool = True,
+                  batch_size: int = 256) -> np.ndarray:
+    """[N, d] sample embeddings: the mean of the final-layer hidden states over ``positions`` (``"all"`` characters,
+    or the card's ``"instruction_response"``), minus the mean over the samples (``center``), L2-normalised.
+
+    Centering removes the component every sample shares (the ``I:``/``X:``/``R:`` frame), which otherwise dominates
+    the cosine between two mean-pooled vectors of a small model.
+    """
     model.eval()
     out = []
     for i in range(0, len(samples), batch_size):
         b = Batch(samples[i:i + batch_size])
         h = model.hidden(b.x)
-        m = b.emb.unsqueeze(-1).float()
+        m = (b.emb if positions == "instruction_response" else b.x != PAD).unsqueeze(-1).float()
         out.append(((h * m).sum(1) / m.sum(1)).numpy())
     model.train()
     e = np.concatenate(out).astype(np.float64)
+    if center:
+        e = e - e.mean(0)
     return e / np.linalg.norm(e, axis=1, keepdims=True)
 
 
