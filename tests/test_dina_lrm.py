@@ -1,0 +1,296 @@
+"""Unit tests of chapter 11 (DiNa-LRM): the Thurstone likelihood against scipy, the fidelity loss (gradient,
+minimizer), shared-noise noising, the zero-initialized FiLM head, noise ensembling, the accuracy metrics against
+closed forms, the ReFL readout, DPO at the reference, the config, and every claim and control both ways."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import optimize, stats
+
+import repro.dina_lrm as dl
+from repro.common import ConfigError
+from repro.dina_lrm import align, flow, metrics, reward, verdicts
+from repro.dina_lrm.data import OracleReward, DigitCNN, total_variation
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def rm():
+    torch.manual_seed(0)
+    gen = flow.LatentFlowMLP(16, width=32, n_blocks=4)
+    return reward.LatentRewardModel(reward.frozen_backbone(gen), reward.DiNaHead(width=32)).eval()
+
+
+# ----------------------------------------------------------------------------- likelihood and losses
+
+def test_thurstone_prob_matches_scipy_and_is_symmetric():
+    rng = np.random.default_rng(0)
+    ds, sig = rng.normal(0, 2, 1000), rng.uniform(0, 1, 1000)
+    a, b = 2.0, 0.05
+    p = reward.thurstone_prob(torch.tensor(ds), torch.tensor(sig), a, b).numpy()
+    ref = stats.norm.cdf(ds / np.sqrt(2 * (a * sig ** 2 + b) + 1e-6))
+    assert np.max(np.abs(p - ref)) < 1e-6
+    q = reward.thurstone_prob(torch.tensor(-ds), torch.tensor(sig), a, b).numpy()
+    assert np.max(np.abs(p + q - 1)) < 1e-6
+    far = reward.thurstone_prob(torch.tensor([3.0]), torch.tensor([1e4]), a, b)
+    assert abs(float(far) - 0.5) < 1e-3
+
+
+def test_fidelity_loss_gradient_matches_finite_differences():
+    ds = torch.tensor([-1.3, -0.2, 0.0, 0.4, 2.1], dtype=torch.float64, requires_grad=True)
+    sig = torch.tensor([0.1, 0.5, 0.9, 0.3, 0.7], dtype=torch.float64)
+    f = lambda x: reward.fidelity_loss(reward.thurstone_prob(x, sig, 2.0, 0.05))
+    assert torch.autograd.gradcheck(f, (ds,), eps=1e-6, atol=1e-8, rtol=1e-5)
+
+
+@pytest.mark.parametrize("q", [0.6, 0.7, 0.9])
+def test_fidelity_minimizer_is_overconfident(q):
+    risk = lambda p: q * (1 - math.sqrt(p + 1e-6)) + (1 - q) * (1 - math.sqrt(1 - p + 1e-6))
+    p_star = optimize.minimize_scalar(risk, bounds=(1e-6, 1 - 1e-6), method="bounded",
+                                      options={"xatol": 1e-10}).x
+    assert abs(p_star - reward.fidelity_minimizer(q)) < 1e-4
+    assert p_star > q
+
+
+def test_bt_loss_is_softplus_of_minus_difference():
+    ds = torch.linspace(-5, 5, 11)
+    assert torch.allclose(reward.bt_loss(ds), -torch.log(torch.sigmoid(ds)), atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- noising, head, ensembling
+
+def test_noising_at_zero_is_identity_and_pairs_share_noise():
+    g = torch.Generator().manual_seed(0)
+    zw, zl, eps = (torch.randn(8, 16, generator=g) for _ in range(3))
+    assert torch.equal(flow.noise_latent(zw, 0.0, eps), zw)
+    sig = torch.rand(8, generator=g)
+    d = flow.noise_latent(zw, sig, eps) - flow.noise_latent(zl, sig, eps)
+    assert torch.allclose(d, (1 - sig)[:, None] * (zw - zl), atol=1e-6)
+    # at σ = 1 both items are the same ε: identical inputs, a tie for every RM
+    assert torch.equal(flow.noise_latent(zw, 1.0, eps), flow.noise_latent(zl, 1.0, eps))
+
+
+def test_zero_initialized_film_head_ignores_the_time_embedding():
+    torch.manual_seed(1)
+    head = reward.DiNaHead(width=32)
+    hs = [torch.randn(5, 32) for _ in range(3)]
+    y = torch.arange(5)
+    e1, e2 = torch.randn(5, 32), torch.randn(5, 32)
+    assert torch.equal(head(hs, e1, y), head(hs, e2, y))
+    with torch.no_grad():
+        head.film[0].weight.normal_()
+    assert not torch.allclose(head(hs, e1, y), head(hs, e2, y))
+
+
+def test_ensemble_score_is_mean_of_single_draws(rm):
+    g = torch.Generator().manual_seed(2)
+    z, y = torch.randn(6, 16, generator=g), torch.randint(0, 10, (6,), generator=g)
+    eps = torch.randn(4, 6, 16, generator=g)
+    with torch.no_grad():
+        s4 = reward.score(rm, z, y, 0.4, eps=eps)
+        singles = torch.stack([reward.score(rm, z, y, 0.4, eps=eps[k:k + 1]) for k in range(4)])
+    assert torch.allclose(s4, singles.mean(0), atol=1e-6)
+
+
+def test_head_size_is_the_cards():
+    n = sum(p.numel() for p in reward.DiNaHead(width=128).parameters())
+    assert 40_000 <= n <= 80_000
+
+
+def test_joint_training_moves_every_head_and_is_deterministic(rm):
+    g = torch.Generator().manual_seed(3)
+    n = 64
+    za, zb = torch.randn(n, 16, generator=g), torch.randn(n, 16, generator=g)
+    pairs = dl.data.PairSet(za, zb, torch.randint(0, 10, (n,), generator=g), za[:, 0], zb[:, 0],
+                            (za[:, 0] > zb[:, 0]).float())
+    out1, log1 = reward.train_latent_rms(rm.backbone, pairs, list(reward.LATENT_RMS), steps=30, seed=0, batch=16,
+                                         lr=3e-3, ema=0.5)
+    out2, _ = reward.train_latent_rms(rm.backbone, pairs, list(reward.LATENT_RMS), steps=30, seed=0, batch=16,
+                                      lr=3e-3, ema=0.5)
+    z, y = za[:8], pairs.y[:8]
+    for k in reward.LATENT_RMS:
+        s1 = out1[k](z, y, torch.full((8,), 0.3))
+        assert torch.equal(s1, out2[k](z, y, torch.full((8,), 0.3)))
+        assert log1.losses[k][-1] < log1.losses[k][0] + 1e-9 or k == "clean"
+
+
+# ----------------------------------------------------------------------------- metrics
+
+def test_oracle_scores_give_closed_form_accuracies():
+    rng = np.random.default_rng(0)
+    dr = rng.normal(0, 1.2, 100_000)
+    s_h = 0.5
+    assert metrics.pairwise_accuracy(dr, (dr > 0).astype(float)) == 1.0
+    acc_star = metrics.oracle_ceiling(dr, s_h)
+    assert abs(metrics.expected_agreement(dr, dr, s_h) - acc_star) < 1e-12
+    labels = (rng.random(dr.size) < stats.norm.cdf(dr / s_h)).astype(float)
+    assert abs(metrics.pairwise_accuracy(dr, labels) - acc_star) < 0.01
+    # ties count ½; a random RM scores ½ in expectation
+    assert metrics.expected_agreement(np.zeros(10), dr[:10], s_h) == 0.5
+    assert abs(metrics.expected_agreement(rng.normal(size=dr.size), dr, s_h) - 0.5) < 0.01
+
+
+def test_brier_and_ece():
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0, 1, 200_000)
+    lab = (rng.random(p.size) < p).astype(float)
+    assert metrics.ece_binary(p, lab) < 0.01
+    assert abs(metrics.brier(p, lab) - np.mean(p * (1 - p))) < 0.003
+    over = np.clip(0.5 + 1.6 * (p - 0.5), 0, 1)                      # over-confident probabilities
+    assert metrics.ece_binary(over, lab) > 0.05
+    assert metrics.ece_floor(p[:2000]) < metrics.ece_binary(over[:2000], lab[:2000])
+
+
+def test_count_macs_of_linear_and_conv():
+    lin, conv = torch.nn.Linear(10, 7), torch.nn.Conv2d(2, 3, 3, padding=1)
+    assert metrics.count_macs(lambda: lin(torch.zeros(4, 10)), [lin]) == 4 * 7 * 10
+    assert metrics.count_macs(lambda: conv(torch.zeros(1, 2, 8, 8)), [conv]) == 3 * 64 * 2 * 9
+
+
+# ----------------------------------------------------------------------------- oracle, generator, alignment
+
+def test_oracle_is_standardized_per_prompt():
+    torch.manual_seed(0)
+    o = OracleReward(DigitCNN())
+    x, y = torch.rand(400, 64), torch.arange(400) % 10
+    o.fit(x, y)
+    with torch.no_grad():
+        r = o(x, y)
+        a, q = o.parts(x, y)
+    for c in range(10):
+        m = y == c
+        assert abs(float(r[m].mean())) < 1e-4
+    assert torch.allclose(q, -total_variation(x))
+    assert float(total_variation(torch.ones(1, 64))) == 0.0
+
+
+def test_refl_readout_matches_euler_endpoint_for_constant_velocity():
+    class Const(flow.LatentFlowMLP):
+        def forward(self, z, t, y):
+            return self.c.expand_as(z)
+
+    m = Const(4, width=8, n_blocks=1)
+    m.c = torch.tensor([0.5, -1.0, 2.0, 0.0])
+    y, noise = torch.zeros(3, dtype=torch.long), torch.randn(3, 4)
+    full, _ = flow.sample(m, y, steps=20, cfg_scale=1.0, noise=noise)
+    for j in (15, 19):
+        z0_hat, zt = flow.sample(m, y, steps=20, cfg_scale=1.0, noise=noise, grad_from_step=j)
+        assert torch.allclose(z0_hat, full, atol=1e-5)
+        assert torch.allclose(full, noise - m.c, atol=1e-5)
+
+
+def test_dpo_at_the_reference_has_zero_margin():
+    torch.manual_seed(0)
+    gen = flow.LatentFlowMLP(16, width=32, n_blocks=2)
+    g = torch.Generator().manual_seed(0)
+    zw, zl, eps = (torch.randn(5, 16, generator=g) for _ in range(3))
+    loss, margin = align.dpo_loss(gen, gen, zw, zl, torch.zeros(5, dtype=torch.long), torch.rand(5, generator=g),
+                                  eps, beta=1000.0)
+    assert torch.allclose(margin, torch.zeros(5), atol=1e-6)
+    assert torch.allclose(loss, torch.full((5,), math.log(2.0)), atol=1e-6)
+
+
+def test_crossing_step_interpolates():
+    assert align.crossing_step([0, 10, 20], [0.0, 0.2, 0.6], 0.4) == pytest.approx(15.0)
+    assert math.isnan(align.crossing_step([0, 10], [0.0, 0.1], 0.4))
+    assert align.value_at([0, 1, 2], [0, 2, 4], 5.0) == 4.0
+
+
+# ----------------------------------------------------------------------------- config
+
+def test_config_rejects_bad_values_naming_them():
+    for name, bad in (("n_seeds", 0), ("rm_steps", "3"), ("eval_sigma", 1.5), ("loss", "hinge"),
+                      ("ensemble_K", [2, 4]), ("use_cache", 1), ("s_h", -1.0), ("dpo_betas", [])):
+        with pytest.raises(ConfigError, match=name):
+            dl.Config.from_profile("full", **{name: bad})
+    with pytest.raises(ConfigError, match="ensemble_K"):
+        dl.Config.from_profile("full", ensemble_K=[1, 8, 4])
+    with pytest.raises(ConfigError, match="n_align_seeds"):
+        dl.Config.from_profile("full", n_seeds=2, n_align_seeds=3)
+    with pytest.raises(ConfigError, match="profile"):
+        dl.Config.from_profile("huge")
+    assert dl.Config.from_profile("smoke", seed=2).seeds == [2000, 2001]
+
+
+# ----------------------------------------------------------------------------- verdicts, both ways
+
+def _ok(d):
+    assert set(d) >= {"holds", "threshold", "numbers"}
+    return d["holds"]
+
+
+def test_controls_pass_and_fail():
+    assert _ok(verdicts.k1(0.82, [0.75, 0.76, 0.74], [0.75, 0.74, 0.76], 0.80))
+    assert not _ok(verdicts.k1(0.70, [0.75], [0.75], 0.70))
+    assert not _ok(verdicts.k1(0.82, [0.60, 0.61, 0.6], [0.75], 0.80))
+    assert not _ok(verdicts.k1(0.82, [0.75], [0.75], 0.85))
+    assert _ok(verdicts.k2a([0.75, 0.76], [0.65, 0.66], 0.4))
+    assert not _ok(verdicts.k2a([0.75, 0.76], [0.73, 0.74], 0.4))
+    assert _ok(verdicts.k2b([0.08, 0.09]))
+    assert not _ok(verdicts.k2b([0.01, 0.02]))
+    assert _ok(verdicts.k2c([0.05, 0.06], [0.01, 0.01]))
+    assert not _ok(verdicts.k2c([0.012, 0.011], [0.01, 0.01]))
+    assert _ok(verdicts.k3a([0.0, 0.1, -0.1], [0.9, 1.0, 0.95], 1.0, 256))
+    assert not _ok(verdicts.k3a([0.0, 0.1, -0.1], [0.1, 0.15, 0.0], 1.0, 256))
+    assert _ok(verdicts.k3b({500.0: [0.6, 0.62], 2000.0: [0.58, 0.6]}))
+    assert not _ok(verdicts.k3b({500.0: [0.6, 0.62], 2000.0: [0.5, 0.52]}))
+    assert not _ok(verdicts.k3b({}))
+    assert _ok(verdicts.k4a({"ms": 1.0, "cv": 0.02}, {"ms": 0.2, "cv": 0.03}))
+    assert not _ok(verdicts.k4a({"ms": 1.0, "cv": 0.02}, {"ms": 0.5, "cv": 0.03}))
+    assert not _ok(verdicts.k4a({"ms": 1.0, "cv": 0.2}, {"ms": 0.2, "cv": 0.03}))
+    rng = np.random.default_rng(0)
+    assert _ok(verdicts.k4b(0.02 + 0.001 * rng.normal(size=50), 0.05 + 0.001 * rng.normal(size=50)))
+    assert not _ok(verdicts.k4b(0.02 + 0.01 * rng.normal(size=50), 0.021 + 0.01 * rng.normal(size=50)))
+
+
+def test_c1_holds_fails_and_is_undecided():
+    bt, clean = np.array([0.70, 0.71, 0.70, 0.72, 0.71]), np.array([0.60, 0.62, 0.61, 0.60, 0.61])
+    assert verdicts.c1(bt + 0.03, bt, clean, 0.4)["holds"] is True
+    assert verdicts.c1(bt + 0.001 * np.arange(5), bt, clean, 0.4)["holds"] is False
+    d = verdicts.c1(bt + np.array([0.0, 0.03, 0.0, 0.04, 0.0]), bt, clean, 0.4)
+    assert d["inconclusive"]
+    assert verdicts.c1(bt[:2] + 0.03, bt[:2], clean[:2], 0.4)["inconclusive"]
+    assert verdicts.c1(bt, bt, clean, 0.4)["needs"] == ("K1", "K2a")
+
+
+def test_c2a_c2b_hold_and_fail():
+    s = [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert verdicts.c2a(s, [0.8, 0.78, 0.75, 0.7, 0.6, 0.5])["holds"]
+    assert not verdicts.c2a(s, [0.8, 0.78, 0.80, 0.7, 0.6, 0.5])["holds"]
+    bn, bb = np.array([0.20, 0.21, 0.20]), np.array([0.22, 0.23, 0.225])
+    en, eb = np.array([0.01, 0.012, 0.011]), np.array([0.05, 0.06, 0.055])
+    assert verdicts.c2b(bn, bb, en, eb)["holds"] is True
+    assert verdicts.c2b(bb + 0.01, bb, en, eb)["holds"] is False
+    assert verdicts.c2b(bn, bb, eb, eb)["holds"] is False
+
+
+def test_c3_holds_fails_and_needs_k8_k16():
+    k1 = np.array([0.70, 0.71, 0.70, 0.72, 0.71])
+    acc = {1: k1, 8: k1 + 0.02, 16: k1 + 0.021}
+    assert verdicts.c3(acc, 0.4)["holds"] is True
+    assert verdicts.c3({1: k1, 8: k1 + 0.001, 16: k1 + 0.001}, 0.4)["holds"] is False
+    assert verdicts.c3({1: k1, 8: k1 + 0.02, 16: k1 + 0.04}, 0.4)["holds"] is False
+    assert verdicts.c3({1: k1, 4: k1}, 0.4)["inconclusive"]
+
+
+def test_c4_c5_c6_hold_and_fail():
+    pix = np.array([0.75, 0.76, 0.74])
+    assert verdicts.c4(pix - 0.005, pix, pix - 0.05, 5.0, 10.0, [0.0] * 3)["holds"] is True
+    assert verdicts.c4(pix - 0.10, pix, pix - 0.05, 5.0, 10.0, [0.0] * 3)["holds"] is False
+    assert verdicts.c4(pix - 0.005, pix, pix - 0.05, 1.5, 10.0, [0.0] * 3)["holds"] is False
+    eq = {500.0: [1.0, 1.1, 1.05]}
+    good = verdicts.c5([20, 22, 21], [60, 70, 65], [0.5, 0.6, 0.55], [3.0, 3.5, 3.2], {500.0: [1.0, 1.1, 1.0]},
+                       {500.0: [0.5, 0.6, 0.55]}, 300)
+    assert good["holds"] is True
+    bad = verdicts.c5([60, 70, 65], [20, 22, 21], [3.0, 3.5, 3.2], [0.5, 0.6, 0.55], eq, {500.0: [0.5, 0.6, 0.5]}, 300)
+    assert bad["holds"] is False
+    steps = [0, 5, 10, 15, 20]
+    up = [[0, 0.2, 0.4, 0.6, 0.8]] * 3
+    assert verdicts.c6(up, up, steps)["holds"] is True
+    hack = [[0, 0.4, 0.2, 0.1, -0.2]] * 3
+    d = verdicts.c6(hack, up, steps)
+    assert d["holds"] is False and "peaked" in d["reason"]
