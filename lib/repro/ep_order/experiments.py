@@ -183,12 +183,21 @@ def run_method(method: str, base: CharGPT, setup: SeedSetup, cfg, i: int) -> dic
     return out
 
 
+def _warm_torch(base: CharGPT, cfg) -> None:
+    """One untimed training step and forward pass on a throwaway copy: PyTorch's one-time lazy initialisation
+    (about a second of CPU on the first backward in a process) must not be billed to EP-Order's overhead (C6)."""
+    data = make_dataset(2, 0, "warm")
+    train_it(clone(base), data, [np.arange(len(data))], min(cfg.batch_size, len(data)), cfg.lr)
+    embed_samples(base, data)
+
+
 def run_experiment(cfg, progress: Callable[[str], None] | None = None) -> Experiment:
     """Everything the chapter's results and ledger need."""
     say = progress or (lambda s: None)
     t0 = time.time()
     base, info = load_or_train_base(cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.n_per_domain,
                                     cfg.base_epochs, cfg.batch_size, cfg.base_lr, cfg.seed, cfg.use_cached_base)
+    _warm_torch(base, cfg)
     exp = Experiment(cfg, info)
     exp.base_eval = None
     rows = []

@@ -185,7 +185,7 @@ def greedy_response(model: CharGPT, sample: dict, max_new: int = 40) -> str:
 
 @torch.no_grad()
 def embed_samples(model: CharGPT, samples: Sequence[dict], positions: str = "all", center: bool = True,
-                  batch_size: int = 256) -> np.ndarray:
+                  batch_size: int = 64) -> np.ndarray:
     """[N, d] sample embeddings: the mean of the final-layer hidden states over ``positions`` (``"all"`` characters,
     or the card's ``"instruction_response"``), minus the mean over the samples (``center``), L2-normalised.
 
@@ -193,14 +193,15 @@ def embed_samples(model: CharGPT, samples: Sequence[dict], positions: str = "all
     the cosine between two mean-pooled vectors of a small model.
     """
     model.eval()
-    out = []
+    order = np.argsort([len(s["text"]) for s in samples], kind="stable")   # batches of similar length: less padding
+    e = np.empty((len(samples), model.tok.weight.shape[1]))
     for i in range(0, len(samples), batch_size):
-        b = Batch(samples[i:i + batch_size])
+        idx = order[i:i + batch_size]
+        b = Batch([samples[k] for k in idx])
         h = model.hidden(b.x)
         m = (b.emb if positions == "instruction_response" else b.x != PAD).unsqueeze(-1).float()
-        out.append(((h * m).sum(1) / m.sum(1)).numpy())
+        e[idx] = ((h * m).sum(1) / m.sum(1)).numpy()
     model.train()
-    e = np.concatenate(out).astype(np.float64)
     if center:
         e = e - e.mean(0)
     return e / np.linalg.norm(e, axis=1, keepdims=True)

@@ -24,17 +24,18 @@ except ImportError:  # not built: the reference is used
 
 
 def centroid_distances(centroids: np.ndarray) -> np.ndarray:
-    """Euclidean distances between centroids, [K, K] float64."""
+    """Euclidean distances between centroids, [K, K] float64 (exact zeros on the diagonal)."""
     C = np.asarray(centroids, float)
     sq = (C * C).sum(1)
-    return np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2 * C @ C.T, 0.0))
+    D = np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2 * C @ C.T, 0.0))
+    np.fill_diagonal(D, 0.0)
+    return D
 
 
-def path_length(centroids_or_dist: np.ndarray, path) -> float:
-    """Σ consecutive distances along ``path`` (an open path); accepts centroids [K, d] or distances [K, K]."""
-    D = np.asarray(centroids_or_dist, float)
-    if D.shape[0] != D.shape[1] or not np.allclose(D, D.T) or np.any(np.diag(D) != 0):
-        D = centroid_distances(D)
+def path_length(points: np.ndarray, path, dist: bool = False) -> float:
+    """Σ consecutive distances along the open ``path``: ``points`` are centroids [K, d], or with ``dist=True`` a
+    distance matrix [K, K]."""
+    D = np.asarray(points, float) if dist else centroid_distances(points)
     p = np.asarray(path)
     return float(D[p[:-1], p[1:]].sum())
 
@@ -94,7 +95,7 @@ def random_path_lengths(centroids: np.ndarray, n: int, rng: np.random.Generator)
     """Path lengths of ``n`` uniformly random cluster orders (control K3's yardstick)."""
     D = centroid_distances(centroids)
     K = len(D)
-    return np.array([path_length(D, rng.permutation(K)) for _ in range(n)])
+    return np.array([path_length(D, rng.permutation(K), dist=True) for _ in range(n)])
 
 
 def ep_keys(labels: np.ndarray, path, mix_frac: float, mix_width: float, rng: np.random.Generator) -> np.ndarray:
