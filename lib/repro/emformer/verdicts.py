@@ -1,0 +1,322 @@
+"""Chapter 18's claims and controls, and the functions that decide them from measured numbers.
+
+Each function returns the keyword arguments of :meth:`repro.common.Ledger.control` or
+:meth:`~repro.common.Ledger.record`; reasons are sentences computed from the numbers, thresholds are the card's
+(:data:`THRESHOLDS`). RMSEs are latitude-weighted RMSEs of h in anomaly-std units; "lead k" is k 6-hour steps.
+
+Rules (CONTRIBUTING, "Seed-count rules and noise"): a claim decided by a seed count ("in ≥ 2/3 seeds") holds only
+when the count is met *and* the paired 95 % CI (:func:`repro.common.compare_paired`) says ``better``; a count met
+inside seed noise is ``inconclusive``; a count missed ``fails``. Relative thresholds ("≥ 10 % lower", "within
++5 %") are paired comparisons against the scaled reference (e.g. RMSE_FT vs 0.9 × RMSE_ref). Fewer than two seeds
+decide no comparison. Timing claims are inconclusive in the smoke profile and whenever the A/A ratio's 95 % band
+leaves ±5 % (card, Risks).
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from repro.common import compare_paired
+
+THRESHOLDS = {
+    "K1_pers": 0.6, "K1_clim": 0.3,            # lead-1 RMSE <= 0.6 × persistence and <= 0.3 × climatology
+    "K2_twin_clim": 0.7, "K2_twin_csi": 0.3,   # twin: lead-L RMSE <= 0.7 × climatology, lead-8 CSI95 >= 0.3
+    "K2_acc": 0.3,                             # some compared model's ACC >= 0.3 at the long lead
+    "K3_mem_ratio": 3.0,                       # BPTT saved bytes K=8 >= 3 × K=2
+    "K4_s": 0.5, "K4_w": 0.05,                 # max |s_c| >= 0.5 or max w(t) >= 0.05
+    "C1_frac": 2 / 3,
+    "C2a_rel": 1e-5,                           # float32 max |Δ| <= 1e-5 max |y|
+    "C2b_speedup": 1.3,
+    "C2c_ratio": 1.0,                          # merged / three-branch training time <= 1 ("no slower")
+    "C3_gain": 0.10, "C3_lead1": 0.05,
+    "C4a_flat": 0.10, "C4b_margin": 0.05,
+    "C5_frac": 2 / 3,
+    "aa_band": 0.05,
+}
+T = THRESHOLDS
+
+CLAIMS = {
+    "C1": "Architecture: EMFormer-tiny's latitude-weighted h-RMSE is lower than a parameter-matched plain ViT's "
+          "(±15 % parameters) at lead 1 and at lead 20, in >= 2/3 seeds (and the paired 95 % CI below 0).",
+    "C2a": "Single conv: the merged 5×5 kernel reproduces the sum of the three branches (float32 max |Δ| <= "
+           "1e-5 · max |y|).",
+    "C2b": "Single conv: inference with the kernel merged once is >= 1.3× faster than three separate convs on "
+           "the valley map, one thread.",
+    "C2c": "Single conv: a training step that re-merges the kernel every step is no slower than three branches, "
+           "per layer and for the full step.",
+    "C3": "Long lead without forgetting: after accumulative fine-tuning (K = 4), lead-20 RMSE is >= 10 % lower "
+          "than pretrain-only's (the better of it and its damped copy), lead-1 RMSE rises by <= 5 % and lead-20 "
+          "ACC does not drop; also reported against a continued-training control.",
+    "C4a": "Training overhead, memory: per-iteration activation memory of accumulative FT is flat in K (within "
+           "10 %) while BPTT's grows roughly linearly.",
+    "C4b": "Training overhead, accuracy: lead-20 RMSE of accumulative FT is within +5 % of BPTT's.",
+    "C5": "Sinusoidal composite loss: versus plain-MSE pretraining (same steps), lead-20 RMSE is lower in >= 2/3 "
+          "seeds (and the paired 95 % CI below 0).",
+    "C6": "Extremes: the critical success index at the 95th percentile of h-anomaly at lead 8 is higher for "
+          "fine-tuned EMFormer than for the ViT and for pretrain-only.",
+}
+
+CONTROLS = {
+    "K1": "Short-lead skill: at lead 1 each pretrained model (EMFormer, EMFormer-MSE, ViT) has h-RMSE <= 0.6 × "
+          "persistence and <= 0.3 × climatology, in every seed.",
+    "K2": "The long lead is informative: (a) a perfect-model twin (same state, other pulse draws) has lead-20 "
+          "RMSE <= 0.7 × climatology and lead-8 CSI95 >= 0.3; (b) some compared model reaches ACC >= 0.3 at "
+          "that lead.",
+    "K3": "Fine-tuning is exercised: accumulative FT and BPTT each change lead-4 validation RMSE vs pretrain-only "
+          "beyond seed noise (paired CI); BPTT saved bytes at K = 8 >= 3 × at K = 2.",
+    "K4": "The composite differs from MSE: after pretraining, max_c |s_c| >= 0.5 or max w(t) >= 0.05.",
+}
+
+
+def _few(n: int) -> str | None:
+    return (f"only {n} seed: a paired comparison needs at least 2 (the full profile runs 3)" if n < 2 else None)
+
+
+def _count_rule(a: np.ndarray, b: np.ndarray, frac: float, what: str) -> tuple[bool | None, dict, str]:
+    """a lower than b (RMSE) in >= frac of seeds and paired CI below 0. Returns (holds or None, numbers, text)."""
+    n = a.size
+    wins, need = int((a < b).sum()), math.ceil(frac * n - 1e-9)
+    cmp = compare_paired(a, b, higher_is_better=False)
+    if wins >= need and cmp.better:
+        v = True
+    elif wins < need:
+        v = False
+    else:
+        v = None
+    txt = (f"{what}: {a.mean():.4f} vs {b.mean():.4f} (diff {-cmp.mean_diff:+.4f}, 95 % CI "
+           f"[{-cmp.ci_hi:+.4f}, {-cmp.ci_lo:+.4f}], {cmp.word}); lower in {wins} of {n} seeds (needs {need})")
+    return v, {f"{what} wins": f"{wins} of {n}", **cmp.numbers(what)}, txt
+
+
+# ----------------------------------------------------------------------------- controls
+
+def k1(rmse1: dict[str, Sequence[float]], pers1: float, clim1: float) -> dict:
+    """Per-seed lead-1 h-RMSE of each pretrained model; persistence and climatology RMSE at lead 1."""
+    bad, nums = [], {"persistence": pers1, "climatology": clim1}
+    for name, r in rmse1.items():
+        r = np.asarray(r, float)
+        nums[f"{name} lead-1 RMSE"] = float(r.mean())
+        worst = float(r.max())
+        if not worst <= T["K1_pers"] * pers1:
+            bad.append(f"{name} {worst:.3f} > {T['K1_pers']} × persistence {pers1:.3f}")
+        if not worst <= T["K1_clim"] * clim1:
+            bad.append(f"{name} {worst:.3f} > {T['K1_clim']} × climatology {clim1:.3f}")
+    reason = "; ".join(bad) if bad else (
+        f"worst lead-1 RMSE {max(np.max(v) for v in rmse1.values()):.3f} against limits "
+        f"{T['K1_pers'] * pers1:.3f} (persistence) and {T['K1_clim'] * clim1:.3f} (climatology)")
+    return dict(holds=not bad, threshold=f"RMSE₁ <= {T['K1_pers']} × persistence and <= {T['K1_clim']} × "
+                "climatology, every model and seed", numbers=nums, reason=reason)
+
+
+def k2(twin_rmse: float, clim_rmse: float, twin_csi: float, best_acc: float, best_model: str, lead: int,
+       csi_lead: int) -> dict:
+    a_ok = twin_rmse <= T["K2_twin_clim"] * clim_rmse and twin_csi >= T["K2_twin_csi"]
+    b_ok = best_acc >= T["K2_acc"]
+    nums = {f"twin lead-{lead} RMSE": twin_rmse, f"climatology lead-{lead} RMSE": clim_rmse,
+            f"twin lead-{csi_lead} CSI95": twin_csi, f"best lead-{lead} ACC": best_acc, "best model": best_model}
+    reason = (f"(a) the twin's lead-{lead} RMSE is {twin_rmse:.3f} = {twin_rmse / clim_rmse:.2f} × climatology "
+              f"(limit {T['K2_twin_clim']}) and its lead-{csi_lead} CSI95 {twin_csi:.2f} (limit {T['K2_twin_csi']}); "
+              f"(b) the best lead-{lead} ACC is {best_acc:.2f} ({best_model}; limit {T['K2_acc']})")
+    return dict(holds=bool(a_ok and b_ok), threshold="twin RMSE <= 0.7 × climatology, twin CSI95 >= 0.3, "
+                "best model ACC >= 0.3 at the long lead", numbers=nums, reason=reason)
+
+
+def k3(val_acc: Sequence[float], val_bptt: Sequence[float], val_pre: Sequence[float],
+       mem_bptt: dict[int, int]) -> dict:
+    """Per-seed lead-4 validation RMSE of the two fine-tunings and of pretrain-only; BPTT saved bytes by K."""
+    pre = np.asarray(val_pre, float)
+    checks, nums = {}, {}
+    for name, v in (("accumulative", val_acc), ("BPTT", val_bptt)):
+        c = compare_paired(np.asarray(v, float), pre, higher_is_better=False)
+        nums.update(c.numbers(f"{name} vs pretrain"))
+        checks[f"{name} FT's lead-4 validation RMSE moved {-c.mean_diff:+.4f} from pretrain-only "
+               f"({np.mean(v):.4f} vs {pre.mean():.4f}, 95 % CI [{-c.ci_hi:+.4f}, {-c.ci_lo:+.4f}])"] = \
+            c.word != "no measurable difference"
+    ks = sorted(mem_bptt)
+    if 2 in mem_bptt and 8 in mem_bptt:
+        ratio = mem_bptt[8] / mem_bptt[2]
+        nums["BPTT bytes K=8 / K=2"] = ratio
+        checks[f"BPTT saved bytes grow ×{ratio:.2f} from K = 2 to K = 8 (needs ≥ {T['K3_mem_ratio']:g})"] = \
+            ratio >= T["K3_mem_ratio"]
+    else:
+        checks[f"the memory sweep K = {ks} lacks K = 2 and K = 8"] = False
+    failed = [k for k, ok in checks.items() if not ok]
+    return dict(holds=not failed, threshold="both fine-tunings move lead-4 validation RMSE beyond seed noise; "
+                "BPTT bytes(K=8) >= 3 × bytes(K=2)", numbers=nums,
+                reason="; ".join(failed) if failed else "; ".join(checks))
+
+
+def k4(max_abs_s: Sequence[float], max_w: Sequence[float]) -> dict:
+    s, w = np.asarray(max_abs_s, float), np.asarray(max_w, float)
+    ok = bool(np.all((s >= T["K4_s"]) | (w >= T["K4_w"])))
+    return dict(holds=ok, threshold=f"every seed: max_c |s_c| >= {T['K4_s']} or max w(t) >= {T['K4_w']}",
+                numbers={"min over seeds of max |s_c|": float(s.min()), "max w(t)": float(w.max())},
+                reason=f"the learned log-variances reach max |s_c| between {s.min():.2f} and {s.max():.2f} over "
+                       f"seeds and the sinusoidal weight peaks at w = {w.max():.2g}: the composite "
+                       + ("re-weights the channels, unlike plain MSE" if ok else "stays equivalent to plain MSE"))
+
+
+# ----------------------------------------------------------------------------- claims
+
+def c1(em1, vit1, em_long, vit_long, lead: int) -> dict:
+    a1, b1, aL, bL = (np.asarray(x, float) for x in (em1, vit1, em_long, vit_long))
+    v1, n1, t1 = _count_rule(a1, b1, T["C1_frac"], "lead 1")
+    vL, nL, tL = _count_rule(aL, bL, T["C1_frac"], f"lead {lead}")
+    holds = v1 is True and vL is True
+    inconc = _few(a1.size)
+    if not inconc and not holds and v1 is not False and vL is not False:
+        inconc = "the seed counts are met but a paired CI includes 0: " + t1 + "; " + tL
+    return dict(holds=holds, threshold="EMFormer < ViT RMSE at lead 1 and 20 in >= 2/3 seeds, paired CI below 0",
+                numbers={"EMFormer lead-1": float(a1.mean()), "ViT lead-1": float(b1.mean()),
+                         f"EMFormer lead-{lead}": float(aL.mean()), f"ViT lead-{lead}": float(bL.mean()), **n1, **nL},
+                reason=f"EMFormer vs ViT h-RMSE at {t1}; at {tL}", inconclusive=inconc, needs=("K1", "K2"))
+
+
+def c2a(max_abs: float, max_y: float) -> dict:
+    rel = max_abs / max_y
+    ok = rel <= T["C2a_rel"]
+    return dict(holds=ok, threshold="float32 max |Δ| <= 1e-5 · max |y|",
+                numbers={"max |Δ|": max_abs, "max |y|": max_y, "ratio": rel},
+                reason=f"merged vs three-branch outputs differ by at most {max_abs:.2e} on outputs up to {max_y:.1f} "
+                       f"({rel:.1e} of max |y|, {'within' if ok else 'above'} 1e-5)")
+
+
+def _aa_problem(aa: tuple, smoke: bool) -> str | None:
+    if smoke:
+        return "smoke profile: a few timing runs on a tiny map are noise (and timings stay out of the determinism check)"
+    lo, hi = aa[1], aa[2]
+    if lo < 1 - T["aa_band"] or hi > 1 + T["aa_band"]:
+        return (f"the A/A ratio of the merged path against itself has a 95 % band [{lo:.3f}, {hi:.3f}], wider than "
+                f"±{100 * T['aa_band']:.0f} %: the machine was too noisy to time a {100 * (T['C2b_speedup'] - 1):.0f} % effect")
+    return None
+
+
+def c2b(t: dict, smoke: bool = False) -> dict:
+    r, lo, hi = t["speedup"]
+    ok = r >= T["C2b_speedup"]
+    nums = {"three / merged": f"{r:.2f} ×", "95 % band": f"{lo:.2f} × – {hi:.2f} ×",
+            "A/A": f"{t['aa'][0]:.3f} × ({t['aa'][1]:.3f} × – {t['aa'][2]:.3f} ×)",
+            "merged": f"{t['ms_merged']:.3f} ms", "three": f"{t['ms_three']:.3f} ms"}
+    return dict(holds=None if smoke else ok, threshold=f"median three-branch / merged-once time >= {T['C2b_speedup']} ×",
+                numbers=nums, inconclusive=_aa_problem(t["aa"], smoke),
+                reason=f"inference with the kernel merged once is {r:.2f} × faster than three convs (median of "
+                       f"interleaved runs, bootstrap band [{lo:.2f}, {hi:.2f}]), {'at or above' if ok else 'below'} "
+                       f"the card's {T['C2b_speedup']} ×")
+
+
+def c2c(layer: dict, step: dict, smoke: bool = False) -> dict:
+    rl, rs = layer["ratio"][0], step["ratio"][0]
+    ok_l, ok_s = rl <= T["C2c_ratio"], rs <= T["C2c_ratio"]
+    nums = {"layer merged / three": f"{rl:.3f} ×", "step merged / three": f"{rs:.3f} ×",
+            "layer A/A": f"{layer['aa'][0]:.3f} ×", "step A/A": f"{step['aa'][0]:.3f} ×",
+            "layer merged": f"{layer['ms_merged']:.3f} ms", "step merged": f"{step['ms_merged']:.1f} ms",
+            "step three": f"{step['ms_three']:.1f} ms"}
+    inconc = _aa_problem(layer["aa"], smoke) or _aa_problem(step["aa"], smoke)
+    return dict(holds=None if smoke else (ok_l and ok_s), threshold="median merged / three-branch training time <= 1, per layer and full step",
+                numbers=nums, inconclusive=inconc,
+                reason=f"re-merging every step takes {rl:.3f} × the three-branch time per layer "
+                       f"(band [{layer['ratio'][1]:.3f}, {layer['ratio'][2]:.3f}]) and {rs:.3f} × for the full "
+                       f"training step (band [{step['ratio'][1]:.3f}, {step['ratio'][2]:.3f}])")
+
+
+def c3(ft1, pre1, ftL, preL, dampL, ftacc, preacc, ctlL, ctl1, lead: int) -> dict:
+    """Per-seed RMSE at lead 1 and the long lead of accumulative FT, pretrain-only, its damped copy and the
+    continued-training control; ACC at the long lead of FT and pretrain-only."""
+    ft1, pre1, ftL, preL, dampL, ftacc, preacc, ctlL, ctl1 = (np.asarray(x, float) for x in
+                                                              (ft1, pre1, ftL, preL, dampL, ftacc, preacc, ctlL, ctl1))
+    ref = np.minimum(preL, dampL)                                   # the better of pretrain-only and damped
+    gain = compare_paired(ftL, (1 - T["C3_gain"]) * ref, higher_is_better=False)
+    keep = compare_paired(ft1, (1 + T["C3_lead1"]) * pre1, higher_is_better=False)
+    acc = compare_paired(ftacc, preacc)
+    ctl = compare_paired(ftL, ctlL, higher_is_better=False)
+    rel = 1 - ftL / ref
+    nums = {f"FT lead-{lead}": float(ftL.mean()), f"pretrain lead-{lead}": float(preL.mean()),
+            f"damped lead-{lead}": float(dampL.mean()), "reduction vs better ref": float(rel.mean()),
+            "FT lead-1": float(ft1.mean()), "pretrain lead-1": float(pre1.mean()),
+            f"FT ACC{lead}": float(ftacc.mean()), f"pretrain ACC{lead}": float(preacc.mean()),
+            f"control lead-{lead}": float(ctlL.mean()), "control lead-1": float(ctl1.mean()),
+            **gain.numbers("vs 0.9 ref"), **keep.numbers("lead-1 vs 1.05 pre"), **ctl.numbers("vs control")}
+    parts = {f"lead-{lead} RMSE {ftL.mean():.4f} is {100 * rel.mean():+.1f} % below the better of pretrain-only "
+             f"({preL.mean():.4f}) and its damped copy ({dampL.mean():.4f}) (needs ≥ {100 * T['C3_gain']:.0f} %, "
+             f"paired {gain.word})": gain.better,
+             f"lead-1 RMSE {ft1.mean():.4f} vs pretrain-only {pre1.mean():.4f} ({100 * (ft1.mean() / pre1.mean() - 1):+.1f} %, "
+             f"limit +{100 * T['C3_lead1']:.0f} %, paired {keep.word})": keep.better,
+             f"lead-{lead} ACC {ftacc.mean():.3f} vs {preacc.mean():.3f} ({acc.word})": not acc.worse}
+    holds = all(parts.values())
+    txt = "; ".join(parts) + (f". Against the continued-training control (same optimizer steps and lr, one-step "
+                              f"loss): lead-{lead} RMSE {ftL.mean():.4f} vs {ctlL.mean():.4f} ({ctl.word})")
+    inconc = _few(ftL.size)
+    if not inconc and not holds:
+        decided_fail = (gain.worse or rel.mean() < T["C3_gain"] and not gain.better) or keep.worse or acc.worse
+        if not decided_fail:
+            inconc = "inside seed noise: " + txt
+    return dict(holds=holds, threshold="lead-20 RMSE <= 0.9 × min(pretrain, damped) and lead-1 RMSE <= 1.05 × "
+                "pretrain (paired CIs), ACC not lower", numbers=nums, reason=txt, inconclusive=inconc,
+                needs=("K1", "K2", "K3"))
+
+
+def c4a(mem_acc: dict[int, int], mem_bptt: dict[int, int]) -> dict:
+    ks = sorted(mem_acc)
+    a = np.array([mem_acc[k] for k in ks], float)
+    b = np.array([mem_bptt[k] for k in ks], float)
+    spread = float(a.max() / a.min() - 1)
+    growth = float(b[-1] / b[0]) if len(ks) > 1 else float("nan")
+    k_ratio = ks[-1] / ks[0] if len(ks) > 1 else float("nan")
+    ok = len(ks) > 1 and spread <= T["C4a_flat"] and growth >= 0.5 * k_ratio
+    nums = {**{f"accumulative K={k} (MB)": mem_acc[k] / 1e6 for k in ks},
+            **{f"BPTT K={k} (MB)": mem_bptt[k] / 1e6 for k in ks}}
+    reason = (f"accumulative FT saves {a.min() / 1e6:.1f}–{a.max() / 1e6:.1f} MB for K = {ks} (spread "
+              f"{100 * spread:.1f} %, limit {100 * T['C4a_flat']:.0f} %); BPTT grows × {growth:.2f} while K grows "
+              f"× {k_ratio:g} (roughly linear: ≥ half of it)")
+    return dict(holds=ok, threshold="accumulative spread <= 10 % over K; BPTT growth >= ½ × K ratio",
+                numbers=nums, reason=reason if len(ks) > 1 else "one K value: no sweep",
+                inconclusive=None if len(ks) > 1 else "only one K in the sweep (smoke profile)",
+                needs=("K3",))
+
+
+def c4b(accL, bpttL, lead: int) -> dict:
+    a, b = np.asarray(accL, float), np.asarray(bpttL, float)
+    cmp = compare_paired(a, (1 + T["C4b_margin"]) * b, higher_is_better=False)
+    txt = (f"accumulative lead-{lead} RMSE {a.mean():.4f} vs BPTT {b.mean():.4f} ({100 * (a.mean() / b.mean() - 1):+.1f} %); "
+           f"against 1.05 × BPTT the paired 95 % CI of the difference is [{-cmp.ci_hi:+.4f}, {-cmp.ci_lo:+.4f}] ({cmp.word})")
+    inconc = _few(a.size) or (None if cmp.better or cmp.worse else "inside seed noise: " + txt)
+    return dict(holds=cmp.better, threshold="accumulative RMSE < 1.05 × BPTT's (paired CI)",
+                numbers={"accumulative": float(a.mean()), "BPTT": float(b.mean()), **cmp.numbers()},
+                reason=txt, inconclusive=inconc, needs=("K2", "K3"))
+
+
+def c5(compL, mseL, lead: int) -> dict:
+    a, b = np.asarray(compL, float), np.asarray(mseL, float)
+    v, nums, txt = _count_rule(a, b, T["C5_frac"], f"composite vs MSE lead {lead}")
+    inconc = _few(a.size) or ("seed count met inside seed noise: " + txt if v is None else None)
+    return dict(holds=v is True, threshold="composite < MSE lead-20 RMSE in >= 2/3 seeds, paired CI below 0",
+                numbers={"composite": float(a.mean()), "MSE": float(b.mean()), **nums}, reason=txt,
+                inconclusive=inconc, needs=("K1", "K2", "K4"))
+
+
+def c6(ft, vit, pre, ft_own, vit_own, pre_own, lead: int) -> dict:
+    f, v, p = (np.asarray(x, float) for x in (ft, vit, pre))
+    cv, cp = compare_paired(f, v), compare_paired(f, p)
+    txt = (f"CSI95 at lead {lead}: fine-tuned {f.mean():.3f}, ViT {v.mean():.3f} ({cv.word}), pretrain-only "
+           f"{p.mean():.3f} ({cp.word}); at each forecast's own 95th percentile: {np.mean(ft_own):.3f}, "
+           f"{np.mean(vit_own):.3f}, {np.mean(pre_own):.3f}")
+    holds = cv.better and cp.better
+    inconc = _few(f.size)
+    if not inconc and not holds and not (cv.worse or cp.worse):
+        inconc = "inside seed noise: " + txt
+    return dict(holds=holds, threshold="fine-tuned CSI95 > ViT's and > pretrain-only's (paired CIs)",
+                numbers={"fine-tuned": float(f.mean()), "ViT": float(v.mean()), "pretrain": float(p.mean()),
+                         **cv.numbers("vs ViT"), **cp.numbers("vs pretrain")}, reason=txt, inconclusive=inconc,
+                needs=("K1", "K2"))
+
+
+def long_lead(acc_by_model: dict[str, Sequence[float]], eval_leads: int) -> int:
+    """The card's fallback: the evaluation lead, or the largest lead at which some compared model's seed-mean
+    ACC still reaches the K2b threshold (if it fails at the evaluation lead)."""
+    best = np.max(np.array([np.asarray(v, float) for v in acc_by_model.values()]), axis=0)
+    ok = np.nonzero(best >= T["K2_acc"])[0]
+    if best[eval_leads - 1] >= T["K2_acc"] or ok.size == 0:
+        return eval_leads
+    return int(ok.max() + 1)

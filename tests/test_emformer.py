@@ -1,0 +1,370 @@
+"""Chapter 18 (EMFormer): the shallow-water kernel against its numpy reference and physical invariants, the fused
+convolution against the three-branch sum (and gradcheck), metrics and loss identities, the fine-tuning loops'
+detach and memory, a training smoke test, the config's validation, and every claim / control both ways."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from repro import emformer
+from repro.common.params import ConfigError
+from repro.emformer import layers, losses, metrics, models, sim, train, verdicts as V
+
+torch.set_num_threads(1)
+needs_kernel = pytest.mark.skipif(not sim.HAVE_KERNEL, reason="compiled kernel not built")
+SW = sim.ShallowWaterConfig()
+
+
+def _state(cfg=SW, n=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return sim.initial_state(cfg, rng, n), sim.pulse_forcing(cfg, rng, n), rng
+
+
+def _maxdiff(a, b):
+    return max(float(np.abs(getattr(a, k) - getattr(b, k)).max()) for k in ("h", "u", "v", "T"))
+
+
+# ----------------------------------------------------------------------------------------------- simulator
+@needs_kernel
+def test_kernel_matches_numpy_after_one_step():
+    s, F, _ = _state()
+    assert _maxdiff(sim.step(s, SW, F, "cpp"), sim.step(s, SW, F, "numpy")) < 1e-12
+
+
+@needs_kernel
+def test_kernel_matches_numpy_after_500_steps():
+    s, F, _ = _state(n=1, seed=3)
+    a, b = sim.step(s, SW, F, "cpp", n_steps=500), sim.step(s, SW, F, "numpy", n_steps=500)
+    assert _maxdiff(a, b) < 1e-9
+    assert _maxdiff(a, s) > 1.0  # it moved
+
+
+@needs_kernel
+def test_kernel_rejects_float32_instead_of_copying():
+    s, F, _ = _state(n=1)
+    with pytest.raises(TypeError):
+        sim._kernels.sw_rk3(s.h.astype(np.float32), s.u, s.v, s.T, F[0], F[1], SW.h_eq(), SW.T_eq(),
+                            SW.f_corners(), sim._params(SW), 1)
+
+
+@needs_kernel
+def test_full_physics_is_stable_for_200_frames():
+    fields, _ = sim.simulate(SW, 1, 200, 0, seed=5)
+    assert np.isfinite(fields).all()
+    assert np.abs(fields[:, :, 1]).max() < 100 and np.abs(fields[:, :, 2]).max() < 100
+
+
+@needs_kernel
+def test_mass_is_conserved_without_relaxation_and_pulses():
+    cfg = dataclasses.replace(SW, tau_h=0.0, pulses_per_frame=0.0)
+    s, _, _ = _state(cfg, n=1, seed=2)
+    out = sim.step(s, cfg, None, "cpp", n_steps=1000)
+    assert abs(out.h.sum() / s.h.sum() - 1) < 1e-12
+    assert np.abs(out.v[:, 0]).max() == 0 and np.abs(out.v[:, -1]).max() == 0   # walls stay closed
+
+
+@needs_kernel
+def test_energy_of_a_bump_at_rest_never_increases_and_decays_little():
+    """KE + available PE of a 20-m Gaussian bump (e-folding radius 1,500 km) with forcing and dissipation off:
+    never increases, and RK3's damping of the fastest waves removes < 5 % in 300 steps."""
+    cfg = SW.unforced()
+    y, x = cfg.y_centres, (np.arange(cfg.nx) + 0.5 - cfg.nx / 2) * cfg.dx
+    h = (cfg.H0 + 20.0 * np.exp(-(y[:, None] ** 2 + x[None, :] ** 2) / 1500e3 ** 2))[None]
+    s = sim.State(h, np.zeros_like(h), np.zeros((1, cfg.ny + 1, cfg.nx)), np.zeros_like(h))
+    h_rest = float(h.mean())
+    e = [sim.energy(s, cfg, h_rest)[0]]
+    for _ in range(30):
+        s = sim.step(s, cfg, None, "cpp", n_steps=10)
+        e.append(sim.energy(s, cfg, h_rest)[0])
+    e = np.array(e)
+    assert (np.diff(e) <= 1e-12 * e[0]).all()
+    assert 0.95 < e[-1] / e[0] < 1.0
+
+
+def test_pulses_are_seeded_and_poisson():
+    a = sim.pulse_forcing(SW, np.random.default_rng(1), 200)[0]
+    b = sim.pulse_forcing(SW, np.random.default_rng(1), 200)[0]
+    assert np.array_equal(a, b)
+    assert 0.5 < np.mean(np.abs(a).max((1, 2)) > 0) < 1.0   # P(at least one pulse) = 1 − e^{−2} ≈ 0.86
+
+
+# ----------------------------------------------------------------------------------------------- fused conv
+@pytest.mark.parametrize("dense", [False, True])
+def test_merged_conv_equals_three_branches(dense):
+    torch.manual_seed(0)
+    conv = layers.MultiScaleConv(6, dense=dense).double()
+    with torch.no_grad():
+        for p in (conv.w1, conv.w3, conv.w5):
+            p.normal_()
+    x = torch.randn(3, 6, 4, 8, dtype=torch.float64)
+    conv.mode = "merged"
+    a = conv(x)
+    conv.mode = "three"
+    b = conv(x)
+    assert a.shape == x.shape
+    assert (a - b).abs().max() < 1e-12
+    conv.freeze()
+    assert (conv(x) - b).abs().max() < 1e-12
+
+
+def test_merged_conv_float32_relative_error_and_circular_longitude():
+    torch.manual_seed(1)
+    conv = layers.MultiScaleConv(192)
+    with torch.no_grad():
+        for p in (conv.w1, conv.w3, conv.w5):
+            p.normal_()
+    x = torch.randn(16, 192, 4, 8)
+    a = conv(x)
+    conv.mode = "three"
+    b = conv(x)
+    assert (a - b).abs().max() <= 1e-5 * b.abs().max()
+    conv.mode = "merged"
+    assert torch.allclose(conv(torch.roll(x, 3, dims=-1)), torch.roll(a, 3, dims=-1), atol=1e-5)
+
+
+def test_merged_conv_gradcheck():
+    torch.manual_seed(2)
+    conv = layers.MultiScaleConv(2).double()
+    x = torch.randn(1, 2, 3, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, a, b, c: torch.nn.functional.conv2d(
+        layers.pad_lonlat(x, 2), a + torch.nn.functional.pad(b, (1, 1, 1, 1)) + torch.nn.functional.pad(c, (2, 2, 2, 2)),
+        groups=2), (x, conv.w5.detach().clone().requires_grad_(), conv.w3.detach().clone().requires_grad_(),
+                    conv.w1.detach().clone().requires_grad_()))
+    assert torch.autograd.gradcheck(lambda x: conv(x), (x,))
+
+
+def test_group2x2_is_spatial_and_invertible():
+    x = torch.arange(4 * 8, dtype=torch.float32).reshape(1, 32, 1)
+    g = layers.group2x2(x, (4, 8))
+    assert g[0, 0, :, 0].tolist() == [0, 1, 8, 9]          # a 2×2 spatial block, not 4 raster neighbours
+    assert torch.equal(layers.ungroup2x2(g, (4, 8)), x)
+
+
+def test_windowed_attention_is_local():
+    torch.manual_seed(0)
+    att = layers.MultiConvAttention(8, 2, (4, 8), window=(2, 4), conv=False)
+    x = torch.randn(1, 32, 8)
+    y = att(x)
+    x2 = x.clone()
+    x2[0, 31] += 10.0                                       # a token of the last window
+    y2 = att(x2)
+    assert torch.allclose(y[0, :4], y2[0, :4])              # tokens of the first window do not see it
+    assert not torch.allclose(y[0, 31], y2[0, 31])
+
+
+def test_models_are_parameter_matched_and_start_at_persistence():
+    em = models.EMFormer()
+    vit = models.ViT(depth=models.matched_vit_depth(em, 64, 4, 4, (32, 64)))
+    assert abs(models.n_params(vit) / models.n_params(em) - 1) <= 0.15
+    x = torch.randn(2, 4, 32, 64)
+    assert torch.equal(em(x), x) and torch.equal(vit(x), x)
+
+
+# ----------------------------------------------------------------------------------------------- metrics, loss
+def test_weighted_rmse_matches_numpy_and_acc_identities():
+    rng = np.random.default_rng(0)
+    lat = SW.lat
+    w = metrics.lat_weights(lat)
+    p, y = rng.normal(size=(5, 32, 64)), rng.normal(size=(5, 32, 64))
+    ref = np.mean([np.sqrt(np.sum(w[:, None] * (p[i] - y[i]) ** 2) / (32 * 64)) for i in range(5)])
+    assert abs(metrics.weighted_rmse(p, y, w) - ref) < 1e-12
+    assert abs(w.mean() - 1) < 1e-12
+    assert abs(metrics.weighted_acc(y, y, w) - 1) < 1e-12 and abs(metrics.weighted_acc(-y, y, w) + 1) < 1e-12
+    r = lambda a: np.roll(a, 11, axis=-1)  # noqa: E731
+    assert abs(metrics.weighted_rmse(r(p), r(y), w) - metrics.weighted_rmse(p, y, w)) < 1e-12
+    assert abs(metrics.weighted_acc(r(p), r(y), w) - metrics.weighted_acc(p, y, w)) < 1e-12
+    assert metrics.csi(y, y, 1.0) == 1.0
+
+
+def test_composite_loss_at_minus_half_pi_is_l_gen_and_theta_gradient():
+    torch.manual_seed(0)
+    L = losses.CompositeLoss(4, metrics.lat_weights(SW.lat)).double()
+    p, y = torch.randn(3, 4, 32, 64, dtype=torch.float64), torch.randn(3, 4, 32, 64, dtype=torch.float64)
+    with torch.no_grad():
+        L.theta.fill_(-math.pi / 2)
+        L.s.copy_(torch.tensor([0.3, -0.2, 0.1, 0.0]))
+    l_gen, l_rmse = L.parts(p, y)
+    assert abs(float((L(p, y) - l_gen).detach())) < 1e-12
+    with torch.no_grad():
+        L.theta.fill_(0.4)
+    L(p, y).backward()
+    assert abs(L.theta.grad.item() - 0.5 * math.cos(0.4) * float(l_rmse - l_gen)) < 1e-10
+    eps = 1e-6
+    with torch.no_grad():
+        L.theta.fill_(0.4 + eps)
+        up = float(L(p, y))
+        L.theta.fill_(0.4 - eps)
+        dn = float(L(p, y))
+    assert abs((up - dn) / (2 * eps) - 0.5 * math.cos(0.4) * float(l_rmse - l_gen)) < 1e-6
+
+
+def test_scheduled_and_fixed_weights():
+    L = losses.CompositeLoss(4, np.ones(8), mode="scheduled")
+    L.progress = 0.0
+    assert float(L.w) == pytest.approx(0.0, abs=1e-12)
+    L.progress = 1.0
+    assert float(L.w) == pytest.approx(1.0)
+    assert float(losses.CompositeLoss(4, np.ones(8), mode="fixed").w) == 0.5
+
+
+# ----------------------------------------------------------------------------------------------- fine-tuning
+def _tiny():
+    torch.manual_seed(0)
+    m = models.EMFormer(dim=16, heads=2, valley_depth=2, grid=(16, 32))
+    L = losses.CompositeLoss(4, metrics.lat_weights(np.linspace(-55, 55, 16)), mode="mse")
+    data = np.random.default_rng(0).normal(size=(2, 12, 4, 16, 32)).astype(np.float32)
+    return m, L, data
+
+
+def test_accumulative_inputs_are_detached():
+    m, L, data = _tiny()
+    log = []
+    train.finetune_accumulative(m, L, data, K=3, iters=2, batch=2, lr=1e-4, seed=0, inputs_log=log)
+    assert log == [False] * 6
+
+
+def test_saved_bytes_flat_for_accumulative_and_growing_for_bptt():
+    m, L, data = _tiny()
+    x0, y = train.sample_batch(data, 2, 8, np.random.default_rng(0))
+    acc = {k: train.saved_bytes(m, L, x0, y[:, :k], "accumulative") for k in (2, 8)}
+    bptt = {k: train.saved_bytes(m, L, x0, y[:, :k], "bptt") for k in (2, 8)}
+    assert acc[2] == acc[8] > 0
+    assert bptt[8] / bptt[2] > 3.5
+
+
+def test_bptt_gradient_reaches_the_first_step():
+    m, L, data = _tiny()
+    with torch.no_grad():                                  # a non-zero head so that step 2 depends on step 1
+        m.head.weight.normal_(0, 0.05)
+    x0, y = train.sample_batch(data, 2, 2, np.random.default_rng(0))
+    x1 = m(x0)
+    x1.retain_grad()
+    L(m(x1), y[:, 1]).backward()
+    assert x1.grad is not None and x1.grad.abs().sum() > 0
+
+
+def test_overfitting_one_batch_halves_the_loss():
+    m, _, data = _tiny()
+    with torch.no_grad():
+        m.head.weight.normal_(0, 0.01)
+    L = losses.CompositeLoss(4, np.ones(16), mode="mse")
+    x0, _ = train.sample_batch(data, 4, 1, np.random.default_rng(0))
+    y = 0.5 * x0[:, None]                                  # a learnable one-step map: damp the state by half
+    opt = torch.optim.AdamW(m.parameters(), lr=3e-3)
+    first = None
+    for _ in range(50):
+        loss = L(m(x0), y[:, 0])
+        first = first if first is not None else float(loss)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert float(loss) < 0.5 * first
+
+
+# ----------------------------------------------------------------------------------------------- config
+@pytest.mark.parametrize("bad, name", [
+    (dict(grid=[30, 64]), "grid"), (dict(dim=30, heads=4), "dim"), (dict(dt_seconds=1700.0), "dt_seconds"),
+    (dict(dt_seconds=2400.0), "dt_seconds"), (dict(n_traj="32"), "n_traj"), (dict(eval_leads=200), "eval_leads"),
+    (dict(loss="huber"), "loss"), (dict(K_sweep=[0]), "K_sweep")])
+def test_config_rejects_bad_values(bad, name):
+    with pytest.raises(ConfigError, match=name):
+        emformer.Config.from_profile("full", **bad)
+
+
+def test_profiles_build():
+    assert emformer.Config.from_profile("smoke").grid == (16, 32)
+    assert set(emformer.CLAIMS) == {"C1", "C2a", "C2b", "C2c", "C3", "C4a", "C4b", "C5", "C6"}
+    assert set(emformer.CONTROLS) == {"K1", "K2", "K3", "K4"}
+
+
+# ----------------------------------------------------------------------------------------------- verdicts
+def test_k1_both_ways():
+    assert V.k1({"a": [0.1, 0.12], "b": [0.15, 0.14]}, 0.3, 1.0)["holds"]
+    assert not V.k1({"a": [0.1, 0.2], "b": [0.15, 0.14]}, 0.3, 1.0)["holds"]
+
+
+def test_k2_both_ways():
+    assert V.k2(0.3, 1.0, 0.5, 0.6, "x", 20, 8)["holds"]
+    assert not V.k2(0.8, 1.0, 0.5, 0.6, "x", 20, 8)["holds"]
+    assert not V.k2(0.3, 1.0, 0.5, 0.2, "x", 20, 8)["holds"]
+
+
+def test_k3_both_ways():
+    mem = {2: 100, 8: 400}
+    assert V.k3([0.5, 0.51, 0.49], [0.55, 0.56, 0.54], [0.6, 0.61, 0.59], mem)["holds"]
+    assert not V.k3([0.6, 0.5, 0.7], [0.55, 0.56, 0.54], [0.6, 0.61, 0.59], mem)["holds"]
+    assert not V.k3([0.5, 0.51, 0.49], [0.55, 0.56, 0.54], [0.6, 0.61, 0.59], {2: 100, 8: 200})["holds"]
+
+
+def test_k4_both_ways():
+    assert V.k4([2.0, 3.0], [1e-4, 1e-4])["holds"]
+    assert not V.k4([0.1, 3.0], [1e-4, 1e-4])["holds"]
+
+
+def test_long_lead_fallback():
+    acc = {"a": np.linspace(0.9, 0.1, 20)}
+    assert V.long_lead(acc, 20) == int(np.nonzero(acc["a"] >= 0.3)[0].max() + 1)
+    assert V.long_lead({"a": np.full(20, 0.5)}, 20) == 20
+
+
+def test_c1_both_ways():
+    h = V.c1([0.1, 0.11, 0.12], [0.2, 0.21, 0.22], [0.5, 0.51, 0.52], [0.8, 0.82, 0.81], 20)
+    assert h["holds"] and h["inconclusive"] is None
+    f = V.c1([0.3, 0.31, 0.12], [0.2, 0.21, 0.22], [0.5, 0.51, 0.52], [0.8, 0.82, 0.81], 20)
+    assert not f["holds"] and f["inconclusive"] is None
+
+
+def test_c2a_both_ways():
+    assert V.c2a(1e-6, 10.0)["holds"] and not V.c2a(1e-3, 10.0)["holds"]
+
+
+def test_c2b_c2c_both_ways_and_aa_guard():
+    good_aa = (1.0, 0.98, 1.02)
+    assert V.c2b({"speedup": (1.5, 1.4, 1.6), "aa": good_aa, "ms_merged": 1, "ms_three": 1.5})["holds"]
+    assert not V.c2b({"speedup": (1.1, 1.0, 1.2), "aa": good_aa, "ms_merged": 1, "ms_three": 1.1})["holds"]
+    noisy = V.c2b({"speedup": (1.5, 1.4, 1.6), "aa": (1.0, 0.8, 1.3), "ms_merged": 1, "ms_three": 1.5})
+    assert noisy["inconclusive"]
+    lay = {"ratio": (0.9, 0.85, 0.95), "aa": good_aa, "ms_merged": 1, "ms_three": 1.1}
+    step = {"ratio": (0.98, 0.95, 1.01), "aa": good_aa, "ms_merged": 50, "ms_three": 51}
+    assert V.c2c(lay, step)["holds"]
+    assert not V.c2c(lay, {**step, "ratio": (1.05, 1.0, 1.1)})["holds"]
+    assert V.c2c(lay, step, smoke=True)["inconclusive"]
+
+
+def test_c3_both_ways():
+    args = dict(ft1=[0.10, 0.11, 0.10], pre1=[0.10, 0.11, 0.10], ftL=[0.5, 0.52, 0.51], preL=[0.7, 0.71, 0.72],
+                dampL=[0.68, 0.7, 0.69], ftacc=[0.8, 0.8, 0.81], preacc=[0.7, 0.71, 0.7], ctlL=[0.6, 0.6, 0.61],
+                ctl1=[0.1, 0.1, 0.1], lead=20)
+    assert V.c3(**args)["holds"]
+    bad = V.c3(**{**args, "ftL": [0.69, 0.7, 0.71]})
+    assert not bad["holds"] and bad["inconclusive"] is None
+    forget = V.c3(**{**args, "ft1": [0.13, 0.14, 0.135]})
+    assert not forget["holds"] and forget["inconclusive"] is None
+
+
+def test_c4a_both_ways():
+    assert V.c4a({2: 100, 4: 101, 8: 100}, {2: 100, 4: 200, 8: 400})["holds"]
+    assert not V.c4a({2: 100, 4: 150, 8: 200}, {2: 100, 4: 200, 8: 400})["holds"]
+
+
+def test_c4b_both_ways():
+    assert V.c4b([0.50, 0.51, 0.50], [0.52, 0.53, 0.52], 20)["holds"]
+    f = V.c4b([0.60, 0.61, 0.60], [0.52, 0.53, 0.52], 20)
+    assert not f["holds"] and f["inconclusive"] is None
+
+
+def test_c5_both_ways():
+    assert V.c5([0.5, 0.51, 0.49], [0.6, 0.62, 0.61], 20)["holds"]
+    f = V.c5([0.7, 0.71, 0.49], [0.6, 0.62, 0.61], 20)
+    assert not f["holds"] and f["inconclusive"] is None
+
+
+def test_c6_both_ways():
+    h = V.c6([0.5, 0.52, 0.51], [0.3, 0.31, 0.3], [0.4, 0.41, 0.4], [0.5] * 3, [0.4] * 3, [0.4] * 3, 8)
+    assert h["holds"]
+    f = V.c6([0.2, 0.21, 0.2], [0.3, 0.31, 0.3], [0.4, 0.41, 0.4], [0.5] * 3, [0.4] * 3, [0.4] * 3, 8)
+    assert not f["holds"] and f["inconclusive"] is None
