@@ -505,8 +505,10 @@ def test_pretraining_jobs_are_exactly_the_models_the_studies_train(tmp_path, mon
     """Each job run the way a pool worker runs it leaves a cache file; the studies then train nothing more
     (same cache keys), and every job left one file (no job is redundant)."""
     monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
-    cfg = P.Config.from_profile("smoke", noise_levels=(0.0, 0.1), label_fracs=(0.1, 1.0), n_label_draws=2)
+    cfg = P.Config.from_profile("smoke", noise_levels=(0.0, 0.1), label_fracs=(0.1, 1.0), n_label_draws=2,
+                                lorenz_methods=("pulse", "pulse_oracle", "dsvae"), k3_seeds=2)
     jobs = P.training_jobs(cfg)
+    assert P.Job("pulse_oracle", "lorenz", cfg.seed + 1, cfg.lorenz_noise) in jobs  # K3's extra seed
     assert len(set(jobs)) == len(jobs)
     from repro.pulse.pretrain import run_job
     for j in jobs:
@@ -514,6 +516,8 @@ def test_pretraining_jobs_are_exactly_the_models_the_studies_train(tmp_path, mon
     files = set((tmp_path / "pulse").glob("*.pt"))
     assert len(files) == len(jobs)
     lorenz = P.run_lorenz(cfg)
+    k3 = P.run_code_swap(cfg, lorenz)
+    assert list(k3.seed) == P.k3_seeds(cfg) == [cfg.seed, cfg.seed + 1] and list(k3.extra_seed) == [False, True]
     P.run_noise(cfg, lorenz)
     P.run_label_efficiency(cfg, P.run_ecg(cfg))
     assert set((tmp_path / "pulse").glob("*.pt")) == files
@@ -525,3 +529,81 @@ def test_one_worker_pretrains_nothing_up_front(tmp_path, monkeypatch):
     out = P.pretrain_all(P.Config.from_profile("smoke"))
     assert out["workers"] == 1 and out["jobs"] > 0
     assert not (tmp_path / "pulse").exists() or not list((tmp_path / "pulse").glob("*.pt"))
+
+
+# ----------------------------------------------------------------------------------------------- K1's measurement
+def _tiny_lorenz():
+    return G.lorenz_dataset((28.0, 55.0), 4, 0.1, 100, 50, 64, seed=0)
+
+
+@pytest.mark.parametrize("method", ["pulse", "dsvae", "simclr"])
+def test_held_out_checkpoints_do_not_change_the_training_run(method):
+    """Evaluating at checkpoints restores the global RNG and the mode: same losses and weights as without."""
+    cfg = P.Config.from_profile("smoke")
+    ds = _tiny_lorenz()
+    from repro.pulse.experiments import build, eval_windows
+    runs = []
+    for ev in (None, eval_windows(ds, 0)):
+        torch.manual_seed(0)
+        m = build(method, ds.n_channels, cfg)
+        log = P.fit(m, ds.train, epochs=2, batch_size=16, lr=1e-3, seed=0, eval_data=ev, n_checkpoints=4)
+        runs.append((m, log))
+    (a, la), (b, lb) = runs
+    assert la.losses == lb.losses
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert la.eval_losses == [] and len(lb.eval_losses) == 5 and lb.eval_steps[0] == 0
+    assert lb.eval_steps[-1] == lb.steps and np.all(np.isfinite(lb.eval_losses))
+
+
+def test_eval_loss_is_deterministic_given_the_weights():
+    cfg = P.Config.from_profile("smoke")
+    ds = _tiny_lorenz()
+    from repro.pulse.experiments import build
+    from repro.pulse.training import eval_loss
+    torch.manual_seed(1)
+    m = build("pulse", ds.n_channels, cfg)
+    assert eval_loss(m, ds.val, 16) == eval_loss(m, ds.val, 16)
+    assert m.training  # mode restored
+
+
+def test_heldout_flattening_reads_the_90_percent_checkpoint():
+    f = P.heldout_flattening([0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100],
+                             [10, 8, 6, 5, 4, 3, 2.5, 2.2, 2.1, 2.0, 1.8])
+    assert f["improvement_last_10pct"] == pytest.approx(0.1)
+    assert f["end_to_start"] == pytest.approx(0.18)
+    assert np.isnan(P.heldout_flattening([0, 1], [1.0, 0.5])["improvement_last_10pct"])
+    flat = P.heldout_flattening(range(11), [5, 3, 2, 1.5, 1.2, 1.1, 1.05, 1.02, 1.01, 1.0, 0.999])
+    assert flat["improvement_last_10pct"] < 0.05
+
+
+def test_multi_layer_decoder_starts_its_first_layer_at_h0():
+    torch.manual_seed(0)
+    r = P.ReconstructionGRU(5, 8, 2, layers=2)
+    x, h0 = torch.randn(3, 7, 5), torch.randn(3, 8)
+    ref, _ = r.gru(x, torch.stack([h0, torch.zeros_like(h0)]))
+    assert torch.allclose(r(x, h0), r.out(ref))
+    assert r.gru.num_layers == 2
+
+
+def test_code_swap_averages_partner_draws():
+    cfg = P.Config.from_profile("smoke")
+    ds = _tiny_lorenz()
+    from repro.pulse.experiments import build
+    torch.manual_seed(0)
+    m = build("pulse_oracle", ds.n_channels, cfg)
+    one = P.code_swap_test(m, ds, seed=3, draws=1).mse.to_numpy()
+    many = P.code_swap_test(m, ds, seed=3, draws=4).mse.to_numpy()
+    assert one[0] == many[0]  # own code: no draw
+    assert np.all(np.isfinite(many)) and many.shape == (3,)
+    assert np.array_equal(many, P.code_swap_test(m, ds, seed=3, draws=4).mse.to_numpy())
+
+
+def test_random_floor_averages_several_initialisations():
+    cfg = P.Config.from_profile("smoke", n_random_inits=3)
+    encs = P.random_inits(cfg, 3, 5)
+    assert len(encs) == 3
+    w = [e.encoder.input_fc.weight if hasattr(e.encoder, "input_fc") else next(e.encoder.parameters()) for e in encs]
+    assert not torch.equal(w[0], w[1]) and not torch.equal(w[1], w[2])
+    torch.manual_seed(5)
+    first = P.SimCLR(3, hidden=cfg.hidden, emb=cfg.emb_dim, depth=cfg.depth)
+    assert torch.equal(next(first.encoder.parameters()), next(encs[0].encoder.parameters()))

@@ -15,7 +15,8 @@ HARD_RHOS = (28.0, 41.0, 55.0, 69.0, 83.0)
 SMOKE = dict(n_seeds=1, ecg_epochs=1, scratch_steps=5, n_subjects_ecg=16, rec_seconds=6.0, lorenz_traj_per_class=4, lorenz_rhos=(28.0, 110.0),
              noise_levels=(0.1,), emb_dim=16, hidden=8, depth=2, gru_hidden=16, epochs=1, max_train_windows=128,
              batch_size=32, n_init_samples=1, pool_denom=25, label_fracs=(0.1, 1.0), ecg_methods=("pulse", "simclr"),
-             lorenz_methods=("pulse", "dsvae"), n_subjects_ppg=12, transfer_epochs=2, n_label_draws=2, workers=1)
+             lorenz_methods=("pulse", "dsvae"), n_subjects_ppg=12, transfer_epochs=2, n_label_draws=2, workers=1,
+             n_random_inits=2, k3_seeds=1, swap_draws=2)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Config(BaseConfig):
     hidden: int = knob(16, ge=2, le=512, doc="hidden channels of the encoder blocks")
     depth: int = knob(4, ge=1, le=12, doc="dilated residual blocks before the final block")
     gru_hidden: int = knob(32, ge=2, le=512, doc="PULSE decoder GRU size (and init-encoder output)")
+    gru_layers: int = knob(1, ge=1, le=4, doc="PULSE decoder GRU layers (the first starts at h0, the rest at 0)")
     epochs: int = knob(50, ge=1, le=400, doc="pretraining epochs over the Lorenz training windows (every method)")
     ecg_epochs: int = knob(20, ge=1, le=400, doc="pretraining epochs over the ECG training windows (every method)")
     max_train_windows: int = knob(800, ge=16, le=100_000, doc="cap on training windows (stratified)")
@@ -59,6 +61,10 @@ class Config(BaseConfig):
     seed0_only: tuple[str, ...] = knob(("pulse_xwin",), choices=ECG_METHODS, doc="ECG methods run on the first "
                                        "seed only (the card's budget rule)")
     transfer_epochs: int = knob(10, ge=1, le=200, doc="end-to-end fine-tuning epochs on PPG (C5)")
+    n_random_inits: int = knob(5, ge=1, le=50, doc="untrained encoders averaged into the random-init floor per seed")
+    k3_seeds: int = knob(5, ge=1, le=20, doc="PULSE-oracle seeds of K3's code-swap test (>= n_seeds: the extra "
+                                           "ones are trained only for K3)")
+    swap_draws: int = knob(10, ge=1, le=100, doc="partner draws per held-out window in the code-swap test")
     workers: int = knob(2, ge=1, le=64, doc="processes that pretrain the models up front (1: train lazily, "
                                           "in the notebook's process); results do not depend on it")
 

@@ -30,11 +30,15 @@ from repro.common.stats import mean_ci
 
 from .baselines import DSVAE, MaskedAE, SimCLR, Supervised, TS2VecLite
 from .config import Config
-from .evaluate import (bootstrap_drop_diff, finetune_transfer, label_subset, linear_probe, loss_flattening,
-                       reconstruction_r2, ridge_r2)
+from .evaluate import (bootstrap_drop_diff, finetune_transfer, heldout_flattening, label_subset, linear_probe,
+                       loss_flattening, reconstruction_r2, ridge_r2)
 from .generators import Dataset, WindowSet, ecg_dataset, lorenz_dataset, ppg_dataset
 from .pulse import PULSE
 from .training import TrainLog, cache_key, embed, fit, n_steps
+
+#: held-out windows on which each pretraining run's own objective is measured at fixed checkpoints (K1/K4)
+EVAL_WINDOWS = 256
+N_CHECKPOINTS = 10
 
 LABELS = {"pulse": "PULSE", "pulse_xwin": "PULSE-xwin", "pulse_oracle": "PULSE-oracle", "simclr": "SimCLR",
           "ts2vec": "TS2Vec-lite", "mae": "MAE", "dsvae": "DSVAE", "supervised": "supervised (100%)",
@@ -68,7 +72,7 @@ def build(method: str, in_ch: int, cfg: Config, n_classes: int | None = None) ->
     if method.startswith("pulse"):
         variant = {"pulse": "pulse", "pulse_xwin": "xwin", "pulse_oracle": "oracle"}[method]
         return PULSE(in_ch, gru_hidden=cfg.gru_hidden, init_hidden=max(cfg.gru_hidden, 2), tv_dim=cfg.tv_dim,
-                     pool_denom=cfg.pool_denom, n_init_samples=cfg.n_init_samples,
+                     pool_denom=cfg.pool_denom, n_init_samples=cfg.n_init_samples, gru_layers=cfg.gru_layers,
                      sample_right_boundary=cfg.sample_right_boundary, variant=variant, **kw)
     if method == "simclr":
         return SimCLR(in_ch, **kw)
@@ -84,7 +88,7 @@ def build(method: str, in_ch: int, cfg: Config, n_classes: int | None = None) ->
 
 
 def _hparams(cfg: Config) -> dict:
-    keys = ("emb_dim", "hidden", "depth", "gru_hidden", "batch_size", "lr", "n_init_samples",
+    keys = ("emb_dim", "hidden", "depth", "gru_hidden", "gru_layers", "batch_size", "lr", "n_init_samples",
             "sample_right_boundary", "tv_dim", "pool_denom", "window", "max_train_windows", "dsvae_kl_weight")
     return {k: getattr(cfg, k) for k in keys}
 
@@ -117,10 +121,12 @@ def train_cached(method: str, ds: Dataset, data_key: dict, cfg: Config, seed: in
                  train: Any = None, max_steps: int | None = None, tag: str = "") -> tuple[torch.nn.Module, TrainLog]:
     """Train ``method`` on ``train`` (default ``ds.train``), or load it from the cache if trained before
     (``data/cache/pulse/``, keyed by the method, data, hyper-parameters, seed and the training source)."""
+    pretraining = train is None  # the label-subset models of C4 are not checked by K1/K4
     train = ds.train if train is None else train
     ep = epochs_for(cfg, data_key)
     key = cache_key(method=method, data=data_key, hp=_hparams(cfg), epochs=ep, seed=seed, n=len(train),
-                    labels=train.y.tolist() if method == "supervised" else None, max_steps=max_steps, tag=tag)
+                    labels=train.y.tolist() if method == "supervised" else None, max_steps=max_steps, tag=tag,
+                    checkpoints=N_CHECKPOINTS if pretraining else None)
     path = cache_dir("pulse") / f"{method}-{key}.pt"
     torch.manual_seed(seed)
     model = build(method, ds.n_channels, cfg, len(ds.classes))
@@ -131,7 +137,8 @@ def train_cached(method: str, ds: Dataset, data_key: dict, cfg: Config, seed: in
         return model, blob["log"]
     bs = min(cfg.batch_size, len(train))
     epochs = ep if max_steps is None else int(np.ceil(max_steps / np.ceil(len(train) / bs)))
-    log = fit(model, train, epochs=epochs, batch_size=bs, lr=cfg.lr, seed=seed, max_steps=max_steps)
+    log = fit(model, train, epochs=epochs, batch_size=bs, lr=cfg.lr, seed=seed, max_steps=max_steps,
+              eval_data=eval_windows(ds, seed) if pretraining else None, n_checkpoints=N_CHECKPOINTS)
     if isinstance(model, DSVAE):
         log.extra = dict(model.last)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # atomic: a killed run leaves no half file
@@ -161,13 +168,26 @@ def heldout(ds: Dataset) -> WindowSet:
                      {k: np.concatenate([v.targets[k], t.targets[k]]) for k in v.targets if k in t.targets})
 
 
+def eval_windows(ds: Dataset, seed: int) -> WindowSet:
+    """At most :data:`EVAL_WINDOWS` held-out windows (validation + test recordings, a fixed draw per seed) on
+    which a pretraining run's objective is measured at its checkpoints."""
+    h = heldout(ds)
+    if len(h) <= EVAL_WINDOWS:
+        return h
+    return h.subset(np.sort(np.random.default_rng([seed, 19, 11]).choice(len(h), EVAL_WINDOWS, replace=False)))
+
+
 def training_quality(model, log: TrainLog, ds: Dataset, seed: int) -> dict[str, float]:
-    """K1's numbers for one trained model: held-out reconstruction R^2 (NaN for non-reconstructing methods),
-    the loss's relative improvement over its last 10% of steps, and its end-to-start ratio."""
+    """K1's numbers for one trained model: held-out reconstruction R^2 (NaN for non-reconstructing methods);
+    the held-out objective's relative improvement over the last 10% of steps (checkpoint at 90% vs. the end)
+    and its end-to-start ratio; and, for comparison, the same two on the training-batch losses."""
     out = {"recon_r2": reconstruction_r2(model, heldout(ds), seed) if log.losses else float("nan")}
-    f = loss_flattening(log.losses) if log.losses else {}
+    f = heldout_flattening(log.eval_steps, log.eval_losses) if log.eval_losses else {}
     out["tail_improvement"] = f.get("improvement_last_10pct", float("nan"))
     out["end_to_start"] = f.get("end_to_start", float("nan"))
+    g = loss_flattening(log.losses) if log.losses else {}
+    out["train_tail_improvement"] = g.get("improvement_last_10pct", float("nan"))
+    out["train_end_to_start"] = g.get("end_to_start", float("nan"))
     out["steps"] = log.steps
     return out
 
@@ -192,9 +212,31 @@ def mechanism_r2(Z: dict, ds: Dataset) -> dict[str, float]:
     return r
 
 
+def random_inits(cfg: Config, in_ch: int, seed: int) -> list[torch.nn.Module]:
+    """The ``n_random_inits`` untrained encoders (models) that make the random-init floor of a seed; the first
+    is drawn from ``seed`` itself. One random network's probe accuracy varies by several points from one
+    initialisation to the next, so the floor is their mean (an untrained encoder costs no training)."""
+    out = []
+    for k in range(cfg.n_random_inits):
+        torch.manual_seed(seed if k == 0 else seed + 104_729 * k)
+        out.append(build("simclr", in_ch, cfg))
+    return out
+
+
+def _mean_rows(rows: list[dict]) -> dict:
+    """One row: the mean of every numeric field over ``rows`` (the others from the first row)."""
+    out = dict(rows[0])
+    for k, v in out.items():
+        if isinstance(v, (float, np.floating)) and k not in ("seed", "noise"):
+            out[k] = float(np.mean([r[k] for r in rows]))
+    out["n_inits"] = len(rows)
+    return out
+
+
 def run_lorenz(cfg: Config, noise: float | None = None, methods=None, seed_list=None, swap: bool = True) -> Run:
     """Train every Lorenz method on every seed; probe accuracy, macro-F1, the C2 ridge R^2, K1's training
-    quality and (PULSE variants, ``swap=True``) the code-swap test's three errors."""
+    quality and (PULSE variants, ``swap=True``) the code-swap test's three errors. The ``random`` row is the
+    mean over :func:`random_inits`."""
     noise = cfg.lorenz_noise if noise is None else noise
     methods = cfg.lorenz_methods if methods is None else methods
     run = Run(pd.DataFrame())
@@ -205,28 +247,65 @@ def run_lorenz(cfg: Config, noise: float | None = None, methods=None, seed_list=
         dkey = data_key(cfg, "lorenz", s, noise)
         for m in ("random",) + tuple(methods):
             if m == "random":
-                torch.manual_seed(s)
-                model, log = build("simclr", ds.n_channels, cfg), TrainLog()
+                cands = [(mod, TrainLog()) for mod in random_inits(cfg, ds.n_channels, s)]
             else:
-                model, log = train_cached(m, ds, dkey, cfg, s)
-            Z = _embed_all(model.encoder, ds)
-            pr = _probe(Z, ds)
-            row = dict(seed=s, method=m, noise=noise, acc=pr.acc, macro_f1=pr.macro_f1, bal_acc=pr.balanced_acc,
-                       C=pr.C, train_cpu_s=log.cpu_s, final_loss=log.losses[-1] if log.losses else np.nan)
-            row.update(mechanism_r2(Z, ds))
-            row.update(training_quality(model, log, ds, s))
-            if m.startswith("pulse") and swap:
-                sw = code_swap_test(model, ds, seed=s).set_index("code_from").mse
-                row.update(swap_own=sw.iloc[0], swap_same=sw.iloc[1], swap_other=sw.iloc[2])
-            rows.append(row)
-            run.models[(s, m)], run.embeddings[(s, m)], run.logs[(s, m)] = model, Z, log
-            run.extra[(s, m, "correct")] = (pr.pred == ds.test.y)
+                cands = [train_cached(m, ds, dkey, cfg, s)]
+            sub = []
+            for j, (model, log) in enumerate(cands):
+                Z = _embed_all(model.encoder, ds)
+                pr = _probe(Z, ds)
+                row = dict(seed=s, method=m, noise=noise, acc=pr.acc, macro_f1=pr.macro_f1, bal_acc=pr.balanced_acc,
+                           C=pr.C, train_cpu_s=log.cpu_s, final_loss=log.losses[-1] if log.losses else np.nan)
+                row.update(mechanism_r2(Z, ds))
+                row.update(training_quality(model, log, ds, s))
+                if m.startswith("pulse") and swap:
+                    row.update(swap_errors(model, ds, s, cfg.swap_draws))
+                sub.append(row)
+                if j == 0:
+                    run.models[(s, m)], run.embeddings[(s, m)], run.logs[(s, m)] = model, Z, log
+                    run.extra[(s, m, "correct")] = (pr.pred == ds.test.y)
+            rows.append(_mean_rows(sub))
     run.table = pd.DataFrame(rows)
     return run
 
 
+def swap_errors(model, ds: Dataset, seed: int, draws: int) -> dict[str, float]:
+    """The code-swap test's three mean errors, each averaged over ``draws`` partner draws per window."""
+    sw = code_swap_test(model, ds, seed=seed, draws=draws).set_index("code_from").mse
+    return dict(swap_own=float(sw.iloc[0]), swap_same=float(sw.iloc[1]), swap_other=float(sw.iloc[2]))
+
+
+def k3_seeds(cfg: Config) -> list[int]:
+    """Seeds of K3's PULSE-oracle models: the run's seeds, then more up to ``k3_seeds`` (trained only for K3)."""
+    return [cfg.seed + k for k in range(max(cfg.k3_seeds, cfg.n_seeds))]
+
+
+def run_code_swap(cfg: Config, lorenz: Run) -> pd.DataFrame:
+    """K3's measurement: the code-swap errors of PULSE-oracle on every seed of :func:`k3_seeds` (reusing the
+    Lorenz study's models and numbers on its seeds; the extra seeds' models come from the cache)."""
+    rows = []
+    t = lorenz.table
+    if "pulse_oracle" not in cfg.lorenz_methods:
+        return pd.DataFrame(columns=["seed", "swap_own", "swap_same", "swap_other", "recon_r2", "tail_improvement",
+                                     "extra_seed"])
+    for s in k3_seeds(cfg):
+        have = t[(t.seed == s) & (t.method == "pulse_oracle")]
+        if len(have) and "swap_same" in have:
+            r = have.iloc[0]
+            rows.append(dict(seed=s, swap_own=r.swap_own, swap_same=r.swap_same, swap_other=r.swap_other,
+                             recon_r2=r.recon_r2, tail_improvement=r.tail_improvement, extra_seed=False))
+            continue
+        ds = make_lorenz(cfg, s)
+        model, log = train_cached("pulse_oracle", ds, data_key(cfg, "lorenz", s), cfg, s)
+        q = training_quality(model, log, ds, s)
+        rows.append(dict(seed=s, **swap_errors(model, ds, s, cfg.swap_draws), recon_r2=q["recon_r2"],
+                         tail_improvement=q["tail_improvement"], extra_seed=True))
+    return pd.DataFrame(rows)
+
+
 def run_ecg(cfg: Config) -> Run:
-    """Train every ECG method on every seed; probe accuracy and macro-F1 on subject-disjoint test windows."""
+    """Train every ECG method on every seed; probe accuracy and macro-F1 on subject-disjoint test windows
+    (the ``random`` row is the mean over :func:`random_inits`)."""
     run = Run(pd.DataFrame())
     rows = []
     for s in seeds(cfg):
@@ -237,16 +316,19 @@ def run_ecg(cfg: Config) -> Run:
             if m in cfg.seed0_only and s != seeds(cfg)[0]:
                 continue
             if m == "random":
-                torch.manual_seed(s)
-                model, log = build("simclr", ds.n_channels, cfg), TrainLog()
+                cands = [(mod, TrainLog()) for mod in random_inits(cfg, ds.n_channels, s)]
             else:
-                model, log = train_cached(m, ds, dkey, cfg, s)
-            Z = _embed_all(model.encoder, ds)
-            pr = _probe(Z, ds)
-            rows.append(dict(seed=s, method=m, acc=pr.acc, macro_f1=pr.macro_f1, bal_acc=pr.balanced_acc, C=pr.C,
-                             train_cpu_s=log.cpu_s, final_loss=log.losses[-1] if log.losses else np.nan,
-                             **training_quality(model, log, ds, s)))
-            run.models[(s, m)], run.embeddings[(s, m)], run.logs[(s, m)] = model, Z, log
+                cands = [train_cached(m, ds, dkey, cfg, s)]
+            sub = []
+            for j, (model, log) in enumerate(cands):
+                Z = _embed_all(model.encoder, ds)
+                pr = _probe(Z, ds)
+                sub.append(dict(seed=s, method=m, acc=pr.acc, macro_f1=pr.macro_f1, bal_acc=pr.balanced_acc, C=pr.C,
+                                train_cpu_s=log.cpu_s, final_loss=log.losses[-1] if log.losses else np.nan,
+                                **training_quality(model, log, ds, s)))
+                if j == 0:
+                    run.models[(s, m)], run.embeddings[(s, m)], run.logs[(s, m)] = model, Z, log
+            rows.append(_mean_rows(sub))
     run.table = pd.DataFrame(rows)
     return run
 
@@ -361,27 +443,29 @@ def _smoke(cfg: Config) -> str | None:
 
 
 @torch.no_grad()
-def code_swap_test(model: PULSE, ds: Dataset, seed: int = 0) -> pd.DataFrame:
+def code_swap_test(model: PULSE, ds: Dataset, seed: int = 0, draws: int = 1) -> pd.DataFrame:
     """Does the code c carry the *system*? Rebuild each held-out window (validation and test recordings; t0 = 0
     pass, no dropout) with c taken
     from (a) the window itself, (b) a window of the same class from another recording, (c) a window of another
     class; h0, d and the target always come from the window. If c encodes the system and not the window's
-    state, (b) costs little over (a) and (c) costs more. Returns the mean squared error per source."""
+    state, (b) costs little over (a) and (c) costs more. Returns the mean squared error per source, (b) and (c)
+    averaged over ``draws`` independent partner draws per window."""
     rng = np.random.default_rng([seed, 19, 9])
-    ws = ds.val.subset(np.arange(len(ds.val)))  # held-out windows: validation + test recordings
-    ws = type(ws)(np.concatenate([ds.val.X, ds.test.X]), np.concatenate([ds.val.y, ds.test.y]),
-                  np.concatenate([ds.val.rec, ds.test.rec]), np.concatenate([ds.val.start, ds.test.start]),
-                  ds.val.recordings, ds.val.rec_label)
-    same = np.array([rng.choice(np.flatnonzero((ws.y == ws.y[i]) & (ws.rec != ws.rec[i]))) for i in range(len(ws))])
-    other = np.array([rng.choice(np.flatnonzero(ws.y != ws.y[i])) for i in range(len(ws))])
+    ws = heldout(ds)
     model.eval()
     x = torch.as_tensor(ws.X)
     t0 = torch.zeros(len(x), dtype=torch.long)
     H = model.encoder(x)[1]
-    out = []
-    for name, src in (("own window", np.arange(len(ws))), ("same class, other recording", same),
-                      ("other class", other)):
-        c = model.encoder(torch.as_tensor(ws.X[src]))[0]
-        pred, true, m = model.reconstruct(c, H, x, t0)
-        out.append(dict(code_from=name, mse=float((((pred * m) - true) ** 2).mean())))
+    C = model.encoder(x)[0]  # every held-out window's code; a swap picks rows of it
+    same_pool = [np.flatnonzero((ws.y == ws.y[i]) & (ws.rec != ws.rec[i])) for i in range(len(ws))]
+    other_pool = [np.flatnonzero(ws.y != ws.y[i]) for i in range(len(ws))]
+
+    def err(src: np.ndarray) -> float:
+        pred, true, m = model.reconstruct(C[torch.as_tensor(src)], H, x, t0)
+        return float((((pred * m) - true) ** 2).mean())
+
+    out = [dict(code_from="own window", mse=err(np.arange(len(ws))))]
+    for name, pools in (("same class, other recording", same_pool), ("other class", other_pool)):
+        errs = [err(np.array([rng.choice(p) for p in pools])) for _ in range(draws)]
+        out.append(dict(code_from=name, mse=float(np.mean(errs))))
     return pd.DataFrame(out)

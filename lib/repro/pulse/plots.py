@@ -165,15 +165,24 @@ def transfer_bars(tr: pd.DataFrame) -> plt.Figure:
 
 
 def loss_curves(logs: dict, seed: int, methods) -> plt.Figure:
+    """Training-batch losses (thin) and the held-out objective at the checkpoints (dots, K1's measurement), each
+    divided by its first value."""
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     for m in methods:
         lg = logs.get((seed, m))
         if lg is None or not lg.losses:
             continue
         l = np.asarray(lg.losses)
-        ax.plot(np.arange(1, len(l) + 1), l / l[0], color=mcolor(m), label=LABELS[m])
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("training loss / its first value")
-    ax.set_title(f"Pretraining losses (seed {seed})")
+        ax.plot(np.arange(1, len(l) + 1), l / l[0], color=mcolor(m), lw=0.7, alpha=0.45)
+        ev = np.asarray(getattr(lg, "eval_losses", []) or [], float)
+        if ev.size:
+            ax.plot(lg.eval_steps, ev / ev[0], "o-", color=mcolor(m), ms=3.5, lw=1.4, label=LABELS[m])
+        else:
+            ax.plot([], [], color=mcolor(m), label=LABELS[m])
+    ax.axvspan(0.9 * max(len(lg.losses) for k, lg in logs.items() if k[0] == seed and lg.losses), ax.get_xlim()[1],
+               color="0.9", zorder=0)
+    ax.set_xlabel("optimizer step (shaded: the last 10%, K1's window)")
+    ax.set_ylabel("loss / its first value")
+    ax.set_title(f"Pretraining losses (seed {seed}): training batches (thin), held-out (dots)")
     ax.legend(fontsize=8, ncol=2)
     return fig

@@ -58,6 +58,9 @@ def training_jobs(cfg: Config) -> list[Job]:
     for lv in cfg.noise_levels:
         if not np.isclose(lv, cfg.lorenz_noise):
             jobs += [Job(m, "lorenz", cfg.seed, float(lv)) for m in ("pulse", "dsvae")]
+    from .experiments import k3_seeds
+    if "pulse_oracle" in cfg.lorenz_methods:
+        jobs += [Job("pulse_oracle", "lorenz", s, cfg.lorenz_noise) for s in k3_seeds(cfg) if s not in seeds(cfg)]
     first = seeds(cfg)[0]
     for s in seeds(cfg):
         jobs += [Job(m, "ecg", s) for m in cfg.ecg_methods if not (m in cfg.seed0_only and s != first)]

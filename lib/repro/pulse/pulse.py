@@ -103,15 +103,20 @@ class TimeVarying(nn.Module):
 
 
 class ReconstructionGRU(nn.Module):
-    """GRU (1 layer) from h0 over inputs [c, d_{t0+1+k}], then an MLP to x_{t0+1+k}."""
+    """GRU (``layers`` layers) over inputs [c, d_{t0+1+k}], then an MLP to x_{t0+1+k}. The first layer starts at
+    h0, the others at 0 (the official ``pulse/gru.py``)."""
 
-    def __init__(self, in_dim: int, hidden: int, out_ch: int) -> None:
+    def __init__(self, in_dim: int, hidden: int, out_ch: int, layers: int = 1) -> None:
         super().__init__()
-        self.gru = nn.GRU(in_dim, hidden, num_layers=1, batch_first=True)
+        self.layers = layers
+        self.gru = nn.GRU(in_dim, hidden, num_layers=layers, batch_first=True)
         self.out = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, out_ch))
 
     def forward(self, inputs: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
-        hs, _ = self.gru(inputs, h0.unsqueeze(0).contiguous())
+        h = h0.unsqueeze(0)
+        if self.layers > 1:
+            h = torch.cat([h, h.new_zeros(self.layers - 1, *h0.shape)])
+        hs, _ = self.gru(inputs, h.contiguous())
         return self.out(hs)
 
 
@@ -133,14 +138,14 @@ class PULSE(nn.Module):
     def __init__(self, in_ch: int, hidden: int = 16, emb: int = 32, depth: int = 4, gru_hidden: int = 32,
                  init_hidden: int = 32, tv_dim: int = 1, pool_denom: int = 50, n_init_samples: int = 2,
                  sample_right_boundary: int = 50, variant: Variant = "pulse", dropout: float = 0.1,
-                 causal_init: bool = False) -> None:
+                 causal_init: bool = False, gru_layers: int = 1) -> None:
         super().__init__()
         if variant not in ("pulse", "xwin", "oracle"):
             raise ValueError(f"variant must be 'pulse', 'xwin' or 'oracle'; got {variant!r}")
         self.encoder = DilatedConvEncoder(in_ch, hidden, emb, depth)
         self.init_encoder = InitConditionEncoder(in_ch, init_hidden, gru_hidden, dilation=2, causal=causal_init)
         self.tv = TimeVarying(emb, tv_dim, pool_denom)
-        self.recon = ReconstructionGRU(emb + tv_dim, gru_hidden, in_ch)
+        self.recon = ReconstructionGRU(emb + tv_dim, gru_hidden, in_ch, gru_layers)
         self.dropout = nn.Dropout(dropout if variant != "oracle" else 0.0)
         self.n_init_samples, self.R, self.variant = n_init_samples, sample_right_boundary, variant
 

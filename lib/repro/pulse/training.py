@@ -34,6 +34,9 @@ class TrainLog:
     cpu_s: float = 0.0
     steps: int = 0
     extra: dict = field(default_factory=dict)
+    #: held-out objective at fixed checkpoints: the steps (0 = initialisation) and the loss there
+    eval_steps: list[int] = field(default_factory=list)
+    eval_losses: list[float] = field(default_factory=list)
 
 
 def n_steps(n: int, batch_size: int, epochs: int) -> int:
@@ -41,9 +44,45 @@ def n_steps(n: int, batch_size: int, epochs: int) -> int:
     return epochs * int(np.ceil(n / batch_size))
 
 
+EVAL_SEED = 1919
+
+
+@torch.no_grad()
+def eval_loss(model: nn.Module, data: WindowSet, batch_size: int) -> float:
+    """The model's own objective on the windows ``data`` (held out), in eval mode (no dropout), in fixed batches
+    with fixed draws (starts, partners, augmentations, masks and reparameterisation noise all come from
+    :data:`EVAL_SEED`), so two checkpoints differ only by their weights. Leaves torch's global RNG, the
+    model's mode and its logged state as they were: evaluating never changes the training run."""
+    state, was = torch.random.get_rng_state(), model.training
+    last = dict(getattr(model, "last", {}) or {})
+    model.eval()
+    torch.manual_seed(EVAL_SEED)
+    gen = torch.Generator().manual_seed(EVAL_SEED)
+    tot, n = 0.0, 0
+    for k in range(0, len(data), batch_size):
+        idx = np.arange(k, min(k + batch_size, len(data)))
+        if len(idx) < 2:
+            continue
+        tot += float(model.loss(idx, data, gen)) * len(idx)
+        n += len(idx)
+    torch.random.set_rng_state(state)
+    model.train(was)
+    if hasattr(model, "last"):
+        model.last = last
+    return tot / max(n, 1)
+
+
+def checkpoints(total: int, n: int) -> list[int]:
+    """``n + 1`` evenly spaced step counts 0 .. ``total`` (the held-out evaluations of :func:`fit`)."""
+    return sorted({int(round(j * total / n)) for j in range(n + 1)})
+
+
 def fit(model: nn.Module, data: WindowSet, *, epochs: int, batch_size: int, lr: float, seed: int,
-        max_steps: int | None = None) -> TrainLog:
-    """Train ``model`` (an ``nn.Module`` with a ``loss`` method) on ``data``; deterministic given ``seed``."""
+        max_steps: int | None = None, eval_data: WindowSet | None = None, n_checkpoints: int = 20) -> TrainLog:
+    """Train ``model`` (an ``nn.Module`` with a ``loss`` method) on ``data``; deterministic given ``seed``.
+
+    With ``eval_data`` (held-out windows), the model's objective on them is also measured at ``n_checkpoints``
+    + 1 evenly spaced steps (:func:`eval_loss`; the training run is the same with or without it)."""
     import time
 
     torch.manual_seed(seed)  # dropout and reparameterisation draws
@@ -57,6 +96,14 @@ def fit(model: nn.Module, data: WindowSet, *, epochs: int, batch_size: int, lr: 
     t0 = time.process_time()
     model.train()
     step = 0
+    marks = checkpoints(total, n_checkpoints) if eval_data is not None else []
+
+    def _maybe_eval():
+        if step in marks:
+            log.eval_steps.append(step)
+            log.eval_losses.append(eval_loss(model, eval_data, batch_size))
+
+    _maybe_eval()
     while step < total:
         perm = torch.randperm(len(data), generator=gen).numpy()
         for k in range(0, len(perm), batch_size):
@@ -71,6 +118,7 @@ def fit(model: nn.Module, data: WindowSet, *, epochs: int, batch_size: int, lr: 
             sched.step()
             log.losses.append(float(loss.detach()))
             step += 1
+            _maybe_eval()
     model.eval()
     log.steps = step
     log.cpu_s = time.process_time() - t0
