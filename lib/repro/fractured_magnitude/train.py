@@ -1,0 +1,193 @@
+"""Training of the chapter's models, each cached under ``data/cache/fractured_magnitude/`` by a hash of the
+fields that shape it and of this package's source (a fresh clone trains them; nothing is downloaded).
+
+1. :func:`pretrain_text` — the decoder learns NUM and EQ on strings (counts 0..text_boundary), alternating
+   batches, AdamW at the repo's 2e-3 with 100 warm-up steps, *to a criterion*: held-out text NUM and EQ
+   accuracy >= ``text_target`` (checked every 100 steps), capped at ``text_steps``. Trained once (seed 0) and
+   shared by every fine-tuning seed, like the paper's single LM.
+2. :func:`finetune_multimodal` — per seed: a fresh vision encoder and projector; each step is one image batch
+   (NUM or EQ, alternating, boards 0..``max_board``) plus one text batch (0..text_boundary), parameter groups
+   vision / projector / decoder at ``lr_vision`` / ``lr_projector`` / ``lr_decoder`` (the decoder nearly frozen).
+3. :func:`train_unified` — the C6 control: decoder frozen, only the vision side and the per-patch head train,
+   on the same image batches.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from repro.common.paths import cache_dir
+
+from .metrics import answer_equal, generate_count
+from .model import Decoder, TinyVLM, UnifiedSpaceVLM, build_decoder, build_vit
+from .tasks import Batch, num_batch, random_eq_batch
+
+TEXT_SEED = 0
+WARMUP = 100
+_SOURCES = ("boards.py", "tokenizer.py", "model.py", "tasks.py", "train.py")
+
+
+def batch_loss(model, batch: Batch) -> torch.Tensor:
+    """Cross-entropy of the supervised answer tokens (two digits for NUM, T/F for EQ)."""
+    if batch.patches is None:
+        logits, _ = getattr(model, "decoder", model)(batch.ids)
+    else:
+        logits, _ = model(batch.ids, batch.patches)
+    out = logits[:, batch.tgt_pos]                                   # [B, k, V]
+    return nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), batch.targets.reshape(-1))
+
+
+def _key(name: str, fields: dict) -> str:
+    h = hashlib.sha256(json.dumps({"name": name, **fields}, sort_keys=True).encode())
+    here = Path(__file__).parent
+    for f in _SOURCES:
+        h.update((here / f).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _cached(cfg, name: str, fields: dict, train_fn):
+    """``train_fn() -> (model, info)``, or both from ``data/cache/<slug>/<name>-<hash>.pt``; atomic writes."""
+    path = cache_dir(cfg.slug) / f"{name}-{_key(name, fields)}.pt"
+    if cfg.use_cache and path.exists():
+        blob = torch.load(path, weights_only=False)
+        return blob["model"], {**blob["info"], "source": f"cache ({path.name})"}
+    model, info = train_fn()
+    if cfg.use_cache:
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        torch.save({"model": model, "info": info}, tmp)
+        os.replace(tmp, path)
+    return model, {**info, "source": "trained in this run"}
+
+
+def _text_fields(cfg) -> dict:
+    return {k: getattr(cfg, k) for k in ("board_size", "text_boundary", "d_model", "batch_size", "text_steps",
+                                         "text_target", "text_lr")}
+
+
+def text_eval_sets(cfg, n: int = 240, seed: int = 12345) -> tuple[Batch, Batch]:
+    """Held-out text NUM and EQ batches (counts 0..text_boundary) for the stopping criterion."""
+    rng = np.random.default_rng(seed)
+    num = num_batch(rng.integers(0, cfg.text_boundary + 1, n), "text", rng, cfg.board_size)
+    eq = random_eq_batch(0, cfg.text_boundary, n, "text", rng, cfg.board_size)
+    return num, eq
+
+
+def text_accuracy(model, num: Batch, eq: Batch) -> tuple[float, float]:
+    """(text NUM exact accuracy, text EQ accuracy) of a decoder or a VLM's decoder."""
+    pred, _ = generate_count(model, num)
+    said = answer_equal(model, eq)
+    return float((pred == num.n).mean()), float((said == (eq.n == eq.n_text)).mean())
+
+
+def pretrain_text(cfg) -> tuple[Decoder, dict]:
+    """The shared text decoder (cached). ``info``: steps run, the criterion's history, final accuracies."""
+    def train():
+        rng = np.random.default_rng(TEXT_SEED)
+        dec = build_decoder(cfg.d_model, TEXT_SEED)
+        opt = torch.optim.AdamW(dec.parameters(), lr=cfg.text_lr)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / WARMUP))
+        num_ev, eq_ev = text_eval_sets(cfg)
+        hist = {"step": [], "num": [], "eq": [], "loss": []}
+        losses, step = [], 0
+        for step in range(1, cfg.text_steps + 1):
+            dec.train()
+            if step % 2:
+                b = num_batch(rng.integers(0, cfg.text_boundary + 1, cfg.batch_size), "text", rng, cfg.board_size)
+            else:
+                b = random_eq_batch(0, cfg.text_boundary, cfg.batch_size, "text", rng, cfg.board_size)
+            loss = batch_loss(dec, b)
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(dec.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            losses.append(float(loss.detach()))
+            if step % 100 == 0 or step == cfg.text_steps:
+                a_num, a_eq = text_accuracy(dec, num_ev, eq_ev)
+                hist["step"].append(step), hist["num"].append(a_num), hist["eq"].append(a_eq)
+                hist["loss"].append(float(np.mean(losses[-100:])))
+                if a_num >= cfg.text_target and a_eq >= cfg.text_target:
+                    break
+        return dec, {"steps": step, "history": hist, "text_num": hist["num"][-1], "text_eq": hist["eq"][-1],
+                     "criterion_met": bool(hist["num"][-1] >= cfg.text_target and hist["eq"][-1] >= cfg.text_target)}
+    return _cached(cfg, "text", _text_fields(cfg), train)
+
+
+def _image_batch(step: int, cfg, max_board: int, rng: np.random.Generator) -> Batch:
+    """Image batch of a fine-tuning step: NUM on odd steps, EQ on even ones; counts uniform in 0..max_board;
+    EQ pairs have both counts in 0..max_board (the negatives' too: no boundary shortcut)."""
+    if step % 2:
+        return num_batch(rng.integers(0, max_board + 1, cfg.batch_size), "image", rng, cfg.board_size,
+                         cfg.distractor_range)
+    return random_eq_batch(0, max_board, cfg.batch_size, "image", rng, cfg.board_size, cfg.distractor_range)
+
+
+def _text_batch(step: int, cfg, rng: np.random.Generator) -> Batch:
+    if step % 2:
+        return num_batch(rng.integers(0, cfg.text_boundary + 1, cfg.batch_size), "text", rng, cfg.board_size)
+    return random_eq_batch(0, cfg.text_boundary, cfg.batch_size, "text", rng, cfg.board_size)
+
+
+def lr_groups(model: TinyVLM, cfg) -> list[dict]:
+    """The three parameter groups of the fine-tuning (vision, projector, decoder)."""
+    return [{"params": list(model.vit.parameters()), "lr": cfg.lr_vision, "name": "vision"},
+            {"params": list(model.proj.parameters()), "lr": cfg.lr_projector, "name": "projector"},
+            {"params": list(model.decoder.parameters()), "lr": cfg.lr_decoder, "name": "decoder"}]
+
+
+def _mm_fields(cfg, seed: int, max_board: int) -> dict:
+    return {**_text_fields(cfg), "seed": seed, "max_board": max_board,
+            **{k: getattr(cfg, k) for k in ("distractor_range", "mm_steps", "lr_vision", "lr_projector",
+                                            "lr_decoder")}}
+
+
+def finetune_multimodal(cfg, text_decoder: Decoder, seed: int, max_board: int | None = None) -> tuple[TinyVLM, dict]:
+    """The VLM of one seed (cached): boards 0..``max_board`` (default: the vision boundary)."""
+    max_board = cfg.vision_boundary if max_board is None else max_board
+
+    def train():
+        rng = np.random.default_rng(seed)
+        vit = build_vit(cfg.d_model, cfg.n_cells, 25, seed)
+        model = TinyVLM(vit, copy.deepcopy(text_decoder))
+        torch.manual_seed(seed)
+        nn.init.xavier_uniform_(model.proj.weight), nn.init.zeros_(model.proj.bias)
+        opt = torch.optim.AdamW(lr_groups(model, cfg))
+        losses = []
+        for step in range(1, cfg.mm_steps + 1):
+            model.train()
+            loss = batch_loss(model, _image_batch(step, cfg, max_board, rng)) + batch_loss(model, _text_batch(step, cfg, rng))
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            losses.append(float(loss.detach()))
+        return model, {"loss": losses}
+    return _cached(cfg, "vlm", _mm_fields(cfg, seed, max_board), train)
+
+
+def train_unified(cfg, text_decoder: Decoder, seed: int) -> tuple[UnifiedSpaceVLM, dict]:
+    """The unified-space control of one seed (cached): decoder frozen, ``control_steps`` image batches."""
+    def train():
+        rng = np.random.default_rng(seed)
+        model = UnifiedSpaceVLM(build_vit(cfg.d_model, cfg.n_cells, 25, seed), copy.deepcopy(text_decoder))
+        params = [p for p in model.parameters() if p.requires_grad]
+        opt = torch.optim.AdamW(params, lr=cfg.control_lr)
+        losses = []
+        for step in range(1, cfg.control_steps + 1):
+            model.train()
+            loss = batch_loss(model, _image_batch(step, cfg, cfg.vision_boundary, rng))
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            losses.append(float(loss.detach()))
+        return model, {"loss": losses}
+    return _cached(cfg, "unified", {**_mm_fields(cfg, seed, cfg.vision_boundary),
+                                    "control_steps": cfg.control_steps, "control_lr": cfg.control_lr}, train)

@@ -1,0 +1,306 @@
+"""Unit tests of chapter 06 (Fractured Magnitude): the board renderer against a drawing loop, the generators'
+invariants, the tokenizer, patch ordering, the causal mask, the fine-tuning's lr groups, the probes on oracle
+inputs, the centroid map on a synthetic unified space, the config's validation, and every claim and control
+deciding both ways on synthetic numbers."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import repro.fractured_magnitude as fm
+from repro.common import ConfigError
+from repro.fractured_magnitude import boards as B
+from repro.fractured_magnitude import verdicts as V
+from repro.fractured_magnitude.tasks import IMG, num_batch, random_eq_batch
+
+torch.set_num_threads(1)
+
+
+def draw_board_loop(board: np.ndarray, size: int, px: int = 5) -> np.ndarray:
+    """Independent reference: draw the whole image pixel by pixel (background, grid lines, discs)."""
+    img = np.full((size * px, size * px), B.BOARD_BG, dtype=np.float32)
+    c = (px - 1) / 2
+    for r in range(size):
+        for q in range(size):
+            kind = board[r * size + q]
+            for y in range(px):
+                for x in range(px):
+                    v = B.BOARD_BG
+                    if y == px // 2 or x == px // 2:
+                        v = B.LINE
+                    if kind != B.EMPTY and (y - c) ** 2 + (x - c) ** 2 <= (0.45 * px) ** 2:
+                        v = B.BLACK_STONE if kind == B.BLACK else B.WHITE_STONE
+                    img[r * px + y, q * px + x] = v
+    return img
+
+
+def test_render_matches_a_drawing_loop_bitwise_and_patches_retile():
+    rng = np.random.default_rng(0)
+    boards = B.random_boards(rng.integers(0, 20, 6), 6, 5, rng)
+    imgs = B.render_image(boards)
+    for b, img in zip(boards, imgs):
+        assert np.array_equal(img, draw_board_loop(b, 6))
+    P = B.render_patches(boards)
+    assert P.shape == (6, 36, 25) and P.dtype == np.float32
+    assert np.array_equal(P[2, 7].reshape(5, 5), imgs[2, 5:10, 5:10])       # cell (1, 1)
+
+
+def test_patch_i_is_cell_i_div_s_i_mod_s():
+    for i in (0, 5, 13, 35):
+        board = np.zeros((1, 36), np.uint8)
+        board[0, i] = B.BLACK
+        img = B.render_image(board)[0]
+        r, q = divmod(i, 6)
+        dark = np.argwhere(img == B.BLACK_STONE)
+        assert (dark // 5 == [r, q]).all()
+
+
+def test_boards_have_exact_black_counts_and_whites_in_range():
+    rng = np.random.default_rng(1)
+    counts = np.repeat(np.arange(0, 31), 20)
+    boards = B.random_boards(counts, 6, 5, rng)
+    black, white = (boards == B.BLACK).sum(1), (boards == B.WHITE).sum(1)
+    assert np.array_equal(black, counts)
+    assert (white >= np.minimum(np.maximum(0, counts - 5), 36 - counts)).all()
+    assert (white <= np.minimum(counts + 5, 36 - counts)).all()
+    assert (black + white <= 36).all()
+    assert len(np.unique(white[counts == 10])) > 5                       # whites actually vary
+
+
+def test_strings_have_exact_c_counts():
+    rng = np.random.default_rng(2)
+    counts = rng.integers(0, 37, 200)
+    s = B.count_strings(counts, 36, rng)
+    assert np.array_equal((s == 2).sum(1), counts)
+    assert set(np.unique(s)) <= {0, 1, 2}
+
+
+def test_eq_pairs_half_positive_negatives_differ_and_stay_in_range():
+    rng = np.random.default_rng(3)
+    nb, nt, eq = B.eq_pairs(12, 23, 1000, rng)
+    assert eq.sum() == 500
+    assert np.array_equal(nb[eq], nt[eq]) and (nb[~eq] != nt[~eq]).all()
+    assert nb.min() >= 12 and nb.max() <= 23 and nt.min() >= 12 and nt.max() <= 23
+    assert len(np.unique(nt[~eq])) == 12                                  # negatives cover the whole regime
+
+
+def test_tokenizer_round_trip_and_two_digit_answers():
+    v = fm.VOCAB
+    assert v.encode_count(7) == ["0", "7"]
+    for n in range(100):
+        assert int("".join(v.decode(v.count_ids(n)))) == n
+    with pytest.raises(ValueError):
+        v.encode_count(100)
+    assert v.decode([0, 1, 2]) == ["a", "b", "c"]
+
+
+def test_sequences_put_image_tokens_at_the_string_positions():
+    rng = np.random.default_rng(4)
+    t = num_batch(np.array([3, 5]), "text", rng)
+    i = num_batch(np.array([3, 5]), "image", rng)
+    assert t.ids.shape == i.ids.shape == (2, 39)
+    assert (i.ids[:, 1:37] == IMG).all() and (t.ids[:, 1:37] < 3).all()
+    assert t.tgt_pos == [37, 38] and ((t.ids[:, 1:37] == 2).sum(1).numpy() == [3, 5]).all()
+    e = random_eq_batch(0, 11, 8, "image", rng)
+    assert e.ids.shape == (8, 75) and e.tgt_pos == [74]
+
+
+def test_causal_mask_future_tokens_do_not_change_earlier_logits():
+    dec = fm.model.build_decoder(16, 0).eval()
+    ids = torch.randint(0, 3, (2, 30))
+    ids2 = ids.clone()
+    ids2[:, 20:] = torch.randint(0, 3, (2, 10))
+    with torch.no_grad():
+        a, _ = dec(ids)
+        b, _ = dec(ids2)
+    assert torch.allclose(a[:, :20], b[:, :20], atol=1e-6)
+    assert not torch.allclose(a[:, 20:], b[:, 20:])
+
+
+def test_image_tokens_replace_positions_one_to_p():
+    dec = fm.model.build_decoder(16, 0).eval()
+    ids = torch.randint(0, 3, (1, 39))
+    emb = dec.tok(ids[:, 1:37])
+    with torch.no_grad():
+        a, _ = dec(ids)
+        b, _ = dec(torch.cat([ids[:, :1], torch.full((1, 36), IMG), ids[:, 37:]], 1), img=emb)
+    assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_lr_groups_are_applied():
+    cfg = fm.Config.from_profile("smoke", mm_steps=2, use_cache=False)
+    dec = fm.model.build_decoder(cfg.d_model, 0)
+    model = fm.TinyVLM(fm.model.build_vit(cfg.d_model, 36, 25, 0), dec)
+    groups = fm.train.lr_groups(model, cfg)
+    lrs = {g["name"]: g["lr"] for g in groups}
+    assert lrs == {"vision": 1e-3, "projector": 1e-3, "decoder": 1e-5}
+    n_all = sum(p.numel() for g in groups for p in g["params"])
+    assert n_all == fm.n_params(model)
+    # one step: the decoder moves at most by ~lr per parameter (Adam), the vision side by ~1e-3
+    opt = torch.optim.AdamW(groups)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    loss = fm.train.batch_loss(model, num_batch(np.arange(8), "image", np.random.default_rng(0)))
+    loss.backward()
+    opt.step()
+    after = model.state_dict()
+    dmax = max((after[k] - before[k]).abs().max().item() for k in before if k.startswith("decoder.tok"))
+    vmax = max((after[k] - before[k]).abs().max().item() for k in before if k.startswith("vit.embed"))
+    assert dmax < 3e-5 < 5e-4 < vmax
+
+
+def test_unified_control_freezes_the_decoder_and_mixes_letter_embeddings():
+    dec = fm.model.build_decoder(16, 0)
+    u = fm.UnifiedSpaceVLM(fm.model.build_vit(16, 36, 25, 0), dec)
+    assert not any(p.requires_grad for p in u.decoder.parameters())
+    P = torch.from_numpy(B.render_patches(B.random_boards(np.array([4]), 6, 5, np.random.default_rng(0))))
+    tok = u.image_tokens(P)
+    w = u.patch_probs(P)
+    E = dec.tok.weight[fm.VOCAB.ids(["c", "b", "a"])]
+    assert torch.allclose(tok, w @ E, atol=1e-6) and torch.allclose(w.sum(-1), torch.ones(1, 36))
+
+
+def test_probe_count_with_oracle_labels_is_exact():
+    rng = np.random.default_rng(5)
+    counts = np.arange(31)
+    boards = B.random_boards(counts, 6, 5, rng)
+    assert np.array_equal(fm.probe_count(boards == B.BLACK), counts)
+    # a probe on raw pixels fitted on 1..11 counts every board exactly (clean renders are linearly separable)
+    fit = B.random_boards(np.repeat(np.arange(1, 12), 5), 6, 5, rng)
+    probe = fm.patch_probe_fit(B.render_patches(fit), fit, rng)
+    pred = fm.probes.probe_predict(probe, B.render_patches(boards))
+    assert np.array_equal(fm.probe_count(pred), counts)
+
+
+def test_centroid_map_recovers_a_linear_unified_space():
+    rng = np.random.default_rng(6)
+    d, counts = 8, np.arange(24)
+    direction, A = rng.normal(size=d), rng.normal(size=(d, d))
+    n_txt = np.repeat(counts, 10)
+    h_txt = n_txt[:, None] * direction + 0.05 * rng.normal(size=(len(n_txt), d))
+    n_img = np.repeat(counts, 10)
+    h_img = (n_img[:, None] * direction + 0.05 * rng.normal(size=(len(n_img), d))) @ A.T   # image = A · text
+    out = fm.centroid_map_analysis(h_img, n_img, h_txt, n_txt, list(range(12)), list(range(12, 24)), list(counts),
+                                   h_txt_held=h_txt, n_txt_held=n_txt)
+    assert out["exact"] == 1.0 and out["within"] == 1.0 and out["text_within"] == 1.0
+
+
+def test_linear_cka_is_one_for_a_rotation_and_small_for_noise():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(50, 6))
+    Q, _ = np.linalg.qr(rng.normal(size=(6, 6)))
+    assert fm.linear_cka(X, X @ Q) == pytest.approx(1.0, abs=1e-9)
+    assert fm.linear_cka(X, rng.normal(size=(50, 6))) < 0.5
+
+
+def test_config_rejects_bad_values_with_the_parameter_name():
+    with pytest.raises(ConfigError, match="d_model"):
+        fm.Config.from_profile("full", d_model=33)
+    with pytest.raises(ConfigError, match="text_boundary"):
+        fm.Config.from_profile("full", text_boundary=5)
+    with pytest.raises(ConfigError, match="max_count"):
+        fm.Config.from_profile("full", max_count=40)
+    with pytest.raises(ConfigError, match="n_seeds"):
+        fm.Config.from_profile("full", n_seeds="3")
+    with pytest.raises(ConfigError):
+        fm.Config.from_profile("huge")
+    assert fm.Config.from_profile("smoke").d_model == 16
+    assert fm.Config.from_profile("full", seed=2).seeds() == [2000, 2001, 2002]
+
+
+def test_text_pretraining_is_deterministic(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
+    cfg = fm.Config.from_profile("smoke", text_steps=12, use_cache=False)
+    a, _ = fm.pretrain_text(cfg)
+    b, _ = fm.pretrain_text(cfg)
+    for (k, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.equal(x, y), k
+
+
+def test_cache_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
+    cfg = fm.Config.from_profile("smoke", text_steps=10)
+    a, ia = fm.pretrain_text(cfg)
+    b, ib = fm.pretrain_text(cfg)
+    assert ia["source"] == "trained in this run" and ib["source"].startswith("cache")
+    for (k, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.equal(x, y), k
+
+
+# ----------------------------------------------------------------------------- verdicts both ways
+
+FLOORS = {"raw pixels": {"count_acc_VX": 1.0, "count_acc_FX": 1.0, "ridge_mae_VX": 0.01},
+          "random encoder": {"count_acc_VX": 1.0, "count_acc_FX": 1.0, "ridge_mae_VX": 2.5}}
+
+
+def test_k1_passes_and_fails():
+    assert V.k1(0.9, 0.85, [0.95, 0.99], [0.93, 0.97])["holds"]
+    assert not V.k1(0.5, 0.85, [0.95], [0.93])["holds"]
+    assert not V.k1(0.9, 0.85, [0.95], [0.80])["holds"]
+    r = V.k1(None, None, [0.95], [0.95])
+    assert not r["holds"] and "not run" in r["reason"]
+
+
+def test_k2_passes_and_fails():
+    assert V.k2([0.5, 0.52], FLOORS)["holds"]
+    assert not V.k2([0.5, 0.8], FLOORS)["holds"]
+
+
+def test_k3_passes_and_fails():
+    assert V.k3([0.9, 0.8], [0.75, 0.8])["holds"]
+    assert not V.k3([0.9, 0.8], [0.2, 0.3])["holds"]
+    assert not V.k3(None, [0.9])["holds"]
+
+
+def test_k4_passes_and_fails():
+    good = [{"ID": 1.0, "VX": 0.999, "FX": 0.998}]
+    assert V.k4(good)["holds"]
+    assert not V.k4(good + [{"ID": 1.0, "VX": 0.99, "FX": 1.0}])["holds"]
+    assert not V.k4(None)["holds"]
+
+
+def test_c1_holds_and_fails():
+    assert V.c1([0.99, 0.98, 0.97], [0.02, 0.0, 0.2], [0.0] * 3, [1.0] * 3)["holds"]   # 2 of 3 seeds suffice
+    assert not V.c1([0.99, 0.98, 0.97], [0.02, 0.3, 0.2], [0.0] * 3, [1.0] * 3)["holds"]
+    assert not V.c1([0.99], [0.02], [0.0], [0.5])["holds"]
+
+
+def test_c2_holds_fails_and_says_input_level():
+    r = V.c2([1.0, 0.95], [0.95, 0.92], [0.999, 0.998], FLOORS)
+    assert r["holds"] and "input-level" in r["reason"]
+    assert not V.c2([0.5, 0.6], [0.95, 0.92], [0.999, 0.998], FLOORS)["holds"]
+    assert not V.c2([1.0], [1.0], [0.99], FLOORS)["holds"]
+
+
+def test_c3_holds_and_fails():
+    assert V.c3([0.5, 1.0, 3.0], [3.0] * 3, FLOORS)["holds"]
+    assert not V.c3([2.5, 1.0, 3.0], [3.0] * 3, FLOORS)["holds"]
+
+
+def test_c4_holds_fails_and_is_inconclusive_without_text_eq():
+    assert V.c4([0.8, 0.9], [0.0, 0.05], [0.95], [0.8, 0.9], [0.1, 0.1])["holds"]
+    r = V.c4([0.53, 0.55], [0.0, 0.05], [0.95], [0.1, 0.1], [0.05, 0.05])
+    assert not r["holds"] and r["inconclusive"] is None
+    assert V.c4([0.8], [0.0], [0.6], [0.8], [0.1])["inconclusive"]
+
+
+def test_c5a_holds_and_fails():
+    assert V.c5a([0.7, 0.8, 0.4], [10, 11, 12], 17.5)["holds"]
+    assert not V.c5a([0.1, 0.04, 0.6], [16, 17, 12], 17.5)["holds"]
+
+
+def test_c5b_holds_and_fails():
+    assert V.c5b([0.1, 0.2], [0.9, 0.85])["holds"]
+    assert not V.c5b([0.6, 0.5], [0.9, 0.85])["holds"]
+    assert not V.c5b([0.1, 0.2], [0.5, 0.6])["holds"]
+
+
+def test_c6_holds_fails_and_needs_the_control_run():
+    assert V.c6([0.9, 0.8, 0.5], [0.0] * 3)["holds"]
+    assert not V.c6([0.5, 0.6, 0.9], [0.0] * 3)["holds"]
+    assert V.c6(None, [0.0])["inconclusive"]
+
+
+def test_claims_and_controls_ids():
+    assert list(V.CLAIMS) == ["C1", "C2", "C3", "C4", "C5a", "C5b", "C6"]
+    assert list(V.CONTROLS) == ["K1", "K2", "K3", "K4"]
