@@ -146,6 +146,61 @@ def test_weighted_backward_equals_G_transpose_weights():
     assert torch.allclose(torch.cat([g.reshape(-1) for g in gw]), G.T @ w, atol=1e-5)
 
 
+def test_errors_are_stable_for_well_fit_samples():
+    """e_i = softmax − onehot sums to 0 and keeps its direction when p_y rounds to 1 in float32."""
+    from repro.harm_optimizer.optim import _errors
+    logits = torch.tensor([[30.0, 0.0, -2.0], [0.1, 0.2, 0.3]])
+    y = torch.tensor([0, 2])
+    e = _errors(logits, y)
+    naive = torch.softmax(logits, 1) - F.one_hot(y, 3)
+    assert float(naive[0, 0]) == 0.0                      # float32 loses the true class's entry
+    assert torch.allclose(e.sum(1), torch.zeros(2, dtype=torch.float64), atol=1e-15)
+    p = torch.softmax(logits.double(), 1)
+    assert float(e[0, 0]) == pytest.approx(-(float(p[0, 1]) + float(p[0, 2])), rel=1e-12)
+    assert torch.allclose(e[1], p[1] - F.one_hot(y, 3)[1].double(), atol=1e-12)
+
+
+def test_head_block_of_full_gradients_is_the_last_layer_gram():
+    """The C2/K3 measurement: the head's block of the full per-sample gradients has exactly the last-layer Gram."""
+    from repro.harm_optimizer.optim import _errors
+    torch.manual_seed(2)
+    model = ho.CNN1D(8)
+    x, y = torch.randn(12, 1, 40), torch.randint(0, 10, (12,))
+    G = per_sample_grads(model, x, y).double()
+    nh = model.head.weight.numel() + model.head.bias.numel()
+    with torch.no_grad():
+        h = model.features(x)
+        e, hb = _errors(model.head(h), y), ho.with_bias(h).double()
+    Gh = G[:, -nh:]
+    assert torch.allclose(Gh @ Gh.T, ho.lastlayer_gram(e, hb), atol=1e-6)
+
+
+def test_constraints_that_cannot_reach_the_harm_tolerance_are_dropped():
+    """A sample whose first-order loss change is below 1e-6 whatever the step gets α_i = 0 (no 1/‖g_i‖ blow-up)."""
+    torch.manual_seed(0)
+    model = ho.MLP(64, 16)
+    opt = ho.make_optimizer("harm_sgdm", model, {"lr": 0.05, "weight_decay": 0.0}, qp_iters=50)
+    G = torch.tensor([[1.0, 0.0], [-1e-9, -1e-9]], dtype=torch.float64)
+    d_opt = torch.tensor([1.0, 0.5], dtype=torch.float64)
+    K, c = G @ G.T, G @ d_opt
+    gnorm = G.norm(dim=1)
+    alpha, _, before, after, dropped = opt._solve(K, c, float(d_opt.norm()), gnorm, 0.05, float(d_opt.norm()))
+    assert dropped == 1 and float(alpha[1]) == 0.0 and (before, after) == (0, 0)
+    alpha, _, before, after, dropped = opt._solve(K * 1e18, c * 1e9, float(d_opt.norm()), gnorm * 1e9, 0.05,
+                                                  float(d_opt.norm()))
+    assert dropped == 0 and float(alpha[1]) > 0
+
+
+def test_cnn_heads():
+    for head, d_h in (("flatten", 32 * 10), ("mean", 32)):
+        m = ho.build_model("mnist1d", 0, cnn_head=head)
+        assert m.head.in_features == d_h and m(torch.randn(3, 1, 40)).shape == (3, 10)
+    m = ho.CNN1D(8, length=160)
+    assert m(torch.randn(2, 1, 160)).shape == (2, 10)
+    with pytest.raises(ValueError, match="head"):
+        ho.CNN1D(8, head="max")
+
+
 # ----------------------------------------------------------------------------- optimizers
 
 @pytest.mark.parametrize("name", ["sgdm", "adamw"])

@@ -35,6 +35,9 @@ class Config(BaseConfig):
                                        doc="optimizers trained (each Harm-X needs its X)")
     width: int = knob(256, ge=8, le=4096, doc="hidden width of the digits MLP")
     channels: int = knob(32, ge=4, le=256, doc="channels of the MNIST-1D CNN")
+    cnn_head: str = knob("flatten", choices=("flatten", "mean"),
+                         doc="what the MNIST-1D CNN's head sees: the flattened feature map (the reference MNIST-1D "
+                             "CNN's layout) or the card's global mean pool")
     # optimizer hyper-parameters (the same for X and Harm-X)
     lr_sgdm_digits: float = knob(0.05, gt=0, le=10, doc="SGDM peak lr on digits (the card's)")
     lr_adamw_digits: float = knob(1e-3, gt=0, le=1, doc="AdamW peak lr on digits (the card's)")

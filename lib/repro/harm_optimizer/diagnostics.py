@@ -44,8 +44,12 @@ def gram_agreement(K_a: np.ndarray, K_b: np.ndarray) -> tuple[float, float]:
 
 def gram_report(G_full: torch.Tensor, e: torch.Tensor, hb: torch.Tensor, y: torch.Tensor) -> dict:
     """C2 and K3 at one checkpoint: the last-layer Gram (e_iᵀe_j)(h̄_iᵀh̄_j), e alone, and the label Gram
-    1[y_i = y_j], each against the full-network Gram of per-sample gradients."""
+    1[y_i = y_j], each against the full-network Gram of per-sample gradients. ``head_share`` is the median
+    over samples of ‖g_i,head‖² / ‖g_i‖²: how much of a per-sample gradient the last layer holds."""
     K_full = (G_full.double() @ G_full.double().T).numpy()
+    head_sq = ((e.double() ** 2).sum(1) * (hb.double() ** 2).sum(1)).numpy()
+    full_sq = np.diag(K_full)
+    head_share = float(np.median(head_sq[full_sq > 0] / full_sq[full_sq > 0])) if (full_sq > 0).any() else float("nan")
     E = (e.double() @ e.double().T).numpy()
     H = (hb.double() @ hb.double().T).numpy()
     lab = (y[:, None] == y[None, :]).double().numpy() + 1e-12 * np.eye(len(y))
@@ -56,7 +60,8 @@ def gram_report(G_full: torch.Tensor, e: torch.Tensor, hb: torch.Tensor, y: torc
     conflicts = float(np.mean(offdiag(K_full) < 0))
     h_pos = float(np.mean(offdiag(H) > 0))
     return {"spearman_ll": rho_ll, "sign_ll": sign_ll, "spearman_e": rho_e, "sign_e": sign_e,
-            "spearman_label": rho_lab, "conflict_frac": conflicts, "h_gram_positive": h_pos}
+            "spearman_label": rho_lab, "conflict_frac": conflicts, "h_gram_positive": h_pos,
+            "head_share": head_share}
 
 
 def first_order_agreement(G_full: torch.Tensor, delta: torch.Tensor, dloss: torch.Tensor,

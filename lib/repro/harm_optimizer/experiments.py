@@ -22,7 +22,7 @@ from . import qp
 from .config import Config
 from .data import Split, interpolate_length, load
 from .models import CNN1D, MLP, build_model
-from .optim import make_optimizer, per_sample_grads
+from .optim import _errors as output_errors, make_optimizer, per_sample_grads
 
 WARMUP_FRAC = 0.1   # harm averages skip the first 10 % of training (card, C1)
 
@@ -136,8 +136,8 @@ def train_run(split: Split, opt_name: str, seed: int, steps: int, hp: dict, batc
             G = per_sample_grads(model, x, y)
             with torch.no_grad():
                 h = model.features(x)
-                e = torch.softmax(model.head(h), 1) - F.one_hot(y, split.n_classes).float()
-                hb = qp.with_bias(h)
+                e = output_errors(model.head(h), y)          # float64, stable (optim._errors)
+                hb = qp.with_bias(h).double()
         t0 = time.thread_time()
         info = opt.step_batch(x, y, cosine_lr(hp["lr"], t, steps))
         res.step_ms.append(1e3 * (time.thread_time() - t0))
@@ -173,7 +173,7 @@ def train_run(split: Split, opt_name: str, seed: int, steps: int, hp: dict, batc
 
 
 def model_kw(cfg: Config) -> dict:
-    return {"width": cfg.width, "channels": cfg.channels}
+    return {"width": cfg.width, "channels": cfg.channels, "cnn_head": cfg.cnn_head}
 
 
 def steps_for(cfg: Config, split: Split) -> int:
@@ -317,7 +317,7 @@ def timing_sweep(cfg: Config, splits: dict[str, Split]) -> pd.DataFrame:
         m1 = splits.get("mnist1d") or load("mnist1d")
         for L in cfg.lengths:
             xl = interpolate_length(m1.x_train[:B], L)
-            sweeps.append(("length", L, (lambda: CNN1D(cfg.channels)), xl, m1.y_train[:B], "mnist1d"))
+            sweeps.append(("length", L, (lambda L=L: CNN1D(cfg.channels, length=L, head=cfg.cnn_head)), xl, m1.y_train[:B], "mnist1d"))
     for rep in range(2):
         for axis, val, mk, x, y, ds in sweeps:
             for name, kw in TIMED:

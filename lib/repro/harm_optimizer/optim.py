@@ -31,6 +31,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from . import qp
+from .diagnostics import HARM_TOL
 
 
 @dataclass
@@ -51,20 +52,32 @@ def _head_block(head: nn.Linear, tensors: dict) -> torch.Tensor:
 
 
 def _errors(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """e_i = ∂ℓ_i/∂logits = softmax − onehot for cross-entropy."""
-    return torch.softmax(logits, dim=1) - F.one_hot(y, logits.shape[1]).to(logits.dtype)
+    """e_i = ∂ℓ_i/∂logits = softmax − onehot for cross-entropy, in float64 and numerically stable.
+
+    The float32 difference p_y − 1 is zero once p_y rounds to 1 (loss below ~6e-8), while the other entries
+    p_c stay positive: the computed e_i then points the wrong way (it no longer sums to 0) and is dominated by
+    rounding. The Jacobi-scaled QP gives every constraint the same weight whatever ‖g_i‖, so such a sample's
+    multiplier grows like 1/‖g_i‖ (we saw α_i ≈ 7·10⁷ on the MNIST-1D CNN) and its rounding error reaches the
+    step at full size. Here p_c = exp(log_softmax) in float64 and the true class's entry is −Σ_{c≠y} p_c."""
+    logp = torch.log_softmax(logits.detach().double(), dim=1)
+    onehot = F.one_hot(y, logits.shape[1]).bool()
+    p_other = logp.exp().masked_fill(onehot, 0.0)
+    return p_other - onehot.double() * p_other.sum(1, keepdim=True)
 
 
 def per_sample_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """G ∈ R^{B×P}: the per-sample gradients of the cross-entropy, flattened in ``model.parameters()`` order
-    (``torch.func.vmap(grad)``)."""
+    (``torch.func.vmap(grad)``). Each row is J_iᵀe_i, the logits' Jacobian applied to the stable e_i of
+    :func:`_errors` (the same value as ∇ℓ_i, without float32's cancellation in p_y − 1)."""
     params = {k: v.detach() for k, v in model.named_parameters()}
+    with torch.no_grad():
+        e = _errors(model(x), y).to(x.dtype)
 
-    def loss_one(p, xi, yi):
+    def lin_one(p, xi, ei):
         out = functional_call(model, p, (xi[None],))
-        return F.cross_entropy(out, yi[None])
+        return (out[0] * ei).sum()
 
-    g = vmap(grad(loss_one), in_dims=(None, 0, 0))(params, x, y)
+    g = vmap(grad(lin_one), in_dims=(None, 0, 0))(params, x, e)
     return torch.cat([g[k].reshape(x.shape[0], -1) for k in params], dim=1)
 
 
@@ -95,12 +108,14 @@ class _Base:
         """∇ Σ_i w_i ℓ_i: one backward pass with per-sample loss weights ``weights`` [B]."""
         return list(torch.autograd.grad(losses, self.params, grad_outputs=weights, retain_graph=retain))
 
-    def _two_grads(self, losses: torch.Tensor, alpha: torch.Tensor) -> tuple[list, list]:
-        """ḡ = ∇ mean ℓ and Gᵀα = ∇ Σ α_i ℓ_i from two backward passes through the same graph (measured faster
-        than one ``is_grads_batched`` pass on these models)."""
+    def _two_grads(self, losses: torch.Tensor, logits: torch.Tensor, e: torch.Tensor,
+                   alpha: torch.Tensor) -> tuple[list, list]:
+        """ḡ = ∇ mean ℓ (through the loss, as ``torch.optim`` sees it) and Gᵀα = Σ_i α_i J_iᵀe_i (through the
+        logits, with the stable e_i of :func:`_errors`), from two backward passes through the same graph
+        (measured faster than one ``is_grads_batched`` pass on these models)."""
         B = losses.shape[0]
         gbar = self._grads(losses, torch.full((B,), 1.0 / B, dtype=losses.dtype), retain=True)
-        gcorr = self._grads(losses, alpha.to(losses.dtype))
+        gcorr = list(torch.autograd.grad(logits, self.params, grad_outputs=(alpha[:, None] * e).to(logits.dtype)))
         return gbar, gcorr
 
     def _cap_full(self, d_opt: list, corr: list, scale_of: list) -> tuple[list, bool]:
@@ -159,15 +174,29 @@ class _Harm(_Base):
         idx = {id(p): i for i, p in enumerate(self.params)}
         self._iw, self._ib = idx[id(self.head.weight)], idx[id(self.head.bias)]
 
-    def _solve(self, K, c, dnorm, gnorm):
+    def _solve(self, K, c, dnorm, gnorm, lr, step_norm):
+        """α of (1), capped, and the first-order violations before/after the correction.
+
+        Constraints that cannot matter are dropped (their multiplier is 0): sample i's first-order loss change
+        is at most ‖g_i‖‖Δθ‖ <= lr (1 + cap) ‖g_i‖ ‖d_opt‖ (Euclidean, on the layer(s) of the QP), and when that
+        bound is below the harm tolerance (Δℓ_i > 1e-6, the card's definition of harmed) the step cannot harm
+        it to first order. Keeping such constraints is not harmless: the Jacobi-scaled problem weighs every
+        constraint alike whatever ‖g_i‖, so a sample with ℓ_i ≈ 1e-9 gets α_i ∝ 1/‖g_i‖ (we saw 10¹⁸ on the
+        MNIST-1D CNN, then an overflow to NaN in the exact variant) and a full-size share of the correction.
+        Violations are counted over the constraints kept; ``extra["dropped"]`` counts the others."""
         B = c.shape[0]
+        live = (lr * (1.0 + self.cap) * step_norm * gnorm.double()) >= HARM_TOL
+        K, c = K.double(), c.double()
+        if not bool(live.all()):
+            lf = live.double()
+            K, c = K * lf[:, None] * lf[None, :], c * lf
         if self.force_zero_alpha:
             alpha, bound = torch.zeros(B, dtype=torch.float64), False
         else:
             alpha = qp.solve_nonneg_qp(K, c, self.qp_iters, backend=self.backend)
             alpha, bound = qp.cap_correction(alpha, K, dnorm, self.cap)
-        before, after = qp.violations(c, K.double() @ alpha, gnorm, dnorm)
-        return alpha, bound, before, after
+        before, after = qp.violations(c[live], (K @ alpha)[live], gnorm[live], dnorm)
+        return alpha, bound, before, after, int((~live).sum())
 
     def _exact_problem(self, x, y, d_opt_flat, pinv_flat=None):
         G = per_sample_grads(self.model, x, y)
@@ -211,11 +240,11 @@ class HarmSGDM(_Harm):
         h, logits, losses = self._forward(x, y)
         b = self.beta if self.t > 0 else 0.0
         with torch.no_grad():
-            e = _errors(logits, y) / 1.0
-            hb = qp.with_bias(h)
+            e = _errors(logits, y)                                  # float64, stable
+            hb = qp.with_bias(h).double()
             if self.mode == "proxy":
-                W = torch.cat([self.head.weight, self.head.bias[:, None]], 1)
-                M = torch.cat([self.buf[self._iw], self.buf[self._ib][:, None]], 1)
+                W = torch.cat([self.head.weight, self.head.bias[:, None]], 1).double()
+                M = torch.cat([self.buf[self._iw], self.buf[self._ib][:, None]], 1).double()
                 D = b * M + self.wd * W + (e.T @ hb) / B            # head block of d_opt
                 K = qp.lastlayer_gram(e, hb).double()
                 c = qp.lastlayer_c(e, hb, D).double()
@@ -228,25 +257,25 @@ class HarmSGDM(_Harm):
                 G, K, c = self._exact_problem(x, y, d_opt)
                 dnorm = float(torch.linalg.vector_norm(d_opt))
                 gnorm = torch.linalg.vector_norm(G, dim=1)
-                alpha, bound, vb, va = self._solve(K, c, dnorm, gnorm)
+                alpha, bound, vb, va, drop = self._solve(K, c, dnorm, gnorm, lr, dnorm)
                 gcorr = self._unflatten(G.T @ alpha.to(G.dtype))
             self._update(gbar, gcorr, lr)
         else:
             with torch.no_grad():
-                alpha, bound, vb, va = self._solve(K, c, dnorm, gnorm)
-            a32 = alpha.to(losses.dtype)
+                alpha, bound, vb, va, drop = self._solve(K, c, dnorm, gnorm, lr, dnorm)
             if self.in_state:                                     # one backward of Σ(1/B + α_i)ℓ_i
-                u = self._grads(losses, a32 + 1.0 / B)
+                w = (alpha + 1.0 / B)[:, None] * e                 # through the logits, stable e_i
+                u = list(torch.autograd.grad(logits, self.params, grad_outputs=w.to(logits.dtype)))
                 self._update(u, [None] * len(u), lr)
             else:                                                 # ḡ and Gᵀα, then the full-network cap
-                gbar, gcorr = self._two_grads(losses, alpha)
+                gbar, gcorr = self._two_grads(losses, logits, e, alpha)
                 with torch.no_grad():
                     d_opt = [b * m + g + self.wd * p for m, g, p in zip(self.buf, gbar, self.params)]
                     gcorr, full = self._cap_full(d_opt, gcorr, gcorr)
                 bound = bound or full
                 self._update(gbar, gcorr, lr)
         self.t += 1
-        return StepInfo(losses.detach(), alpha, bound, vb, va)
+        return StepInfo(losses.detach(), alpha, bound, vb, va, {"dropped": drop})
 
 
 class HarmAdamW(_Harm):
@@ -293,20 +322,20 @@ class HarmAdamW(_Harm):
         h, logits, losses = self._forward(x, y)
         if self.mode == "proxy":
             with torch.no_grad():
-                e = _errors(logits, y)
-                hb = qp.with_bias(h)
+                e = _errors(logits, y)                                # float64, stable
+                hb = qp.with_bias(h).double()
                 gW = (e.T @ hb) / B                                   # ḡ on the head block, from the forward
                 mW, PW = self._moments(gW[:, :-1], self._iw, t)
                 mb, Pb = self._moments(gW[:, -1], self._ib, t)
-                W = torch.cat([self.head.weight, self.head.bias[:, None]], 1)
+                W = torch.cat([self.head.weight, self.head.bias[:, None]], 1).double()
                 P = torch.cat([PW, Pb[:, None]], 1)
                 D = torch.cat([mW, mb[:, None]], 1) / P + self.wd * W
                 K = qp.lastlayer_gram(e, hb, 1.0 / P).double()
                 c = qp.lastlayer_c(e, hb, D).double()
                 dnorm = float(torch.sqrt((P * D * D).sum()))          # ‖d_opt‖_P, the metric of K
                 gnorm = torch.linalg.vector_norm(e, dim=1) * torch.linalg.vector_norm(hb, dim=1)
-                alpha, bound, vb, va = self._solve(K, c, dnorm, gnorm)
-            gbar, gcorr = self._two_grads(losses, alpha)
+                alpha, bound, vb, va, drop = self._solve(K, c, dnorm, gnorm, lr, float(torch.linalg.matrix_norm(D)))
+            gbar, gcorr = self._two_grads(losses, logits, e, alpha)
             if not self.in_state:
                 with torch.no_grad():
                     mom = [self._moments(g, i, t) for i, g in enumerate(gbar)]
@@ -322,11 +351,12 @@ class HarmAdamW(_Harm):
                 G, K, c = self._exact_problem(x, y, d_opt, 1.0 / Pf)
                 dnorm = float(torch.sqrt((Pf * d_opt * d_opt).sum()))
                 gnorm = torch.linalg.vector_norm(G, dim=1)
-                alpha, bound, vb, va = self._solve(K, c, dnorm, gnorm)
+                alpha, bound, vb, va, drop = self._solve(K, c, dnorm, gnorm, lr,
+                                                         float(torch.linalg.vector_norm(d_opt)))
                 gcorr = self._unflatten(G.T @ alpha.to(G.dtype))
         self._update(gbar, gcorr, lr, t)
         self.t = t
-        return StepInfo(losses.detach(), alpha, bound, vb, va)
+        return StepInfo(losses.detach(), alpha, bound, vb, va, {"dropped": drop})
 
 
 def make_optimizer(name: str, model: nn.Module, hp: dict, **harm_kw):

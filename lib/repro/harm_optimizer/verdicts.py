@@ -208,8 +208,15 @@ def k3(checkpoints: pd.DataFrame, dataset: str) -> dict:
         nums[f"{NAMES[ds]} last-layer ρ"] = ll
         nums[f"{NAMES[ds]} label ρ"] = lab
         nums[f"{NAMES[ds]} e-only ρ"] = e
+        share = float(g["head_share"].median()) if "head_share" in g else float("nan")
+        if not math.isnan(share):
+            nums[f"{NAMES[ds]} head share of ‖g_i‖²"] = share
         if not ll - lab >= T["K3_min_gap"]:
-            bad.append(f"{NAMES[ds]}: last-layer ρ {ll:.3f} exceeds the label Gram's {lab:.3f} by only {ll - lab:.3f}")
+            word = "exceeds" if ll >= lab else "falls short of"
+            bad.append(f"{NAMES[ds]}: last-layer ρ {ll:.3f} {word} the label Gram's {lab:.3f} by {abs(ll - lab):.3f}"
+                       f" (needs to exceed it by {T['K3_min_gap']})"
+                       + ("" if math.isnan(share) else f"; the last layer holds a median {100 * share:.0f} % of a "
+                                                      "per-sample gradient's squared norm"))
     if not nums:
         bad.append(f"no checkpoint on {dataset}")
     return dict(holds=not bad, threshold=f"median ρ(last layer) − ρ(label Gram) >= {T['K3_min_gap']}",
