@@ -14,7 +14,7 @@ from repro.common import BaseConfig, knob
 
 ABLATIONS = ("no_mix", "random_cluster_order", "curriculum", "domain_blocked")
 
-SMOKE = dict(n_seeds=2, n_ablation_seeds=2, n_per_domain=40, n_eval_per_domain=10, epochs=1, batch_size=16,
+SMOKE = dict(n_seeds=3, n_ablation_seeds=2, n_per_domain=40, n_eval_per_domain=10, epochs=1, batch_size=16,
              d_model=32, n_layers=1, n_clusters=4, base_epochs=1, k_sweep=(4, 7), minilm_samples=0,
              n_random_paths=20, use_cached_base=False)
 
