@@ -133,8 +133,10 @@ def k2(nomix: Sequence[float], random: Sequence[float], nomix_forgetting: Sequen
     return dict(holds=holds, threshold=thr,
                 numbers={"no-mix − random": c.mean_diff, "diff ci95": [c.ci_lo, c.ci_hi], "pairs": c.n,
                          "no-mix forgetting": forg},
-                reason=f"no-mix − random = {_ci(c)}; " + "; ".join(parts) + ": orders do not visibly change the "
-                       "outcome at this scale")
+                reason=f"no-mix − random = {_ci(c)}; " + "; ".join(parts) + ": " + " and ".join(
+                    ([] if excl and big else ["the order does not visibly change the mean loss at this scale"])
+                    + ([] if forg >= T["K2_min_forgetting"] else ["pure cluster blocks do not visibly forget the "
+                                                                  "first cluster"])))
 
 
 def k3(purities: Sequence[float], path_ratios: Sequence[float]) -> dict:
