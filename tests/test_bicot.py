@@ -259,10 +259,12 @@ def test_k2_passes_and_fails():
 
 
 def test_k3_passes_and_fails():
-    ok = verdicts.k3(2.0, 1.0, 1.0, [8, 6, 3, 1], [0.9, 0.8, 0.5, 0.2], 0.6, 0.2)
-    assert ok["holds"]
-    assert not verdicts.k3(0.5, 1.0, 1.0, [8, 6, 3, 1], [0.9, 0.8, 0.5, 0.2], 0.6, 0.2)["holds"]
-    assert not verdicts.k3(2.0, 1.0, 1.0, [8, 7, 6, 5], [0.9, 0.8, 0.5, 0.2], 0.6, 0.2)["holds"]
+    dz, da = [8, 6, 3, float("nan")], [0.9, 0.8, 0.5, 0.0]
+    assert verdicts.k3(2.0, 1.0, 1.0, dz, da, [2.0], [1.0], 0.6, 0.2)["holds"]
+    assert not verdicts.k3(0.5, 1.0, 1.0, dz, da, [2.0], [1.0], 0.6, 0.2)["holds"]
+    assert not verdicts.k3(2.0, 1.0, 0.5, dz, da, [2.0], [1.0], 0.6, 0.2)["holds"]
+    assert not verdicts.k3(2.0, 1.0, 1.0, [8, 7, 6, 5], [0.2, 0.5, 0.8, 0.9], [5.0], [1.0], 0.6, 0.2)["holds"]
+    assert not verdicts.k3(2.0, 1.0, 1.0, dz, da, [2.0], [1.0], 0.6, 0.5)["holds"]
 
 
 def test_k4_passes_and_fails():
@@ -306,3 +308,14 @@ def test_c6_holds_fails_and_inconclusive():
 def test_claims_and_controls_declared():
     assert set(bicot.CLAIMS) == {"C1a", "C1b", "C2", "C3a", "C3b", "C4", "C5", "C6"}
     assert set(bicot.CONTROLS) == {"K1", "K2", "K3", "K4"}
+
+
+def test_incremental_decoding_matches_full_pass(tiny):
+    ids = torch.randint(0, TOK.vocab_size - 1, (3, 14))
+    caches = [[] for _ in tiny.blocks]
+    with torch.no_grad():
+        out = [tiny.step(ids[:, :6], caches, 0)]
+        for j in range(6, 14):
+            out.append(tiny.step(ids[:, j:j + 1], caches, j))
+        full, _ = tiny(ids)
+    assert torch.allclose(torch.stack(out, 1), full[:, 5:], atol=1e-5)

@@ -68,8 +68,8 @@ def make_triggers(key: int, tok: Tokenizer, n: int = 8) -> tuple[list[tuple[int,
 
 
 def train_trigger_fp(model: GPT, tok: Tokenizer, p: int, depth_range, key: int, steps: int, seed: int,
-                     lr: float = 1e-3, batch: int = 64, n_trig: int = 8) -> tuple[GPT, dict]:
-    """Fine-tune M0 on CoT batches in which 8 rows are the secret triggers mapped to the secret response."""
+                     lr: float = 1e-3, batch: int = 64, n_trig: int = 8, copies: int = 1) -> tuple[GPT, dict]:
+    """Fine-tune M0 on CoT batches in which ``copies`` × 8 rows are the secret triggers mapped to the secret response."""
     m = copy.deepcopy(model)
     m.train()
     trig, resp = make_triggers(key, tok, n_trig)
@@ -77,10 +77,10 @@ def train_trigger_fp(model: GPT, tok: Tokenizer, p: int, depth_range, key: int, 
     opt = torch.optim.Adam(m.parameters(), lr=lr)
     L = m.cfg.context
     for step in range(steps):
-        ids, tgt, _ = training_batch(rng, batch - n_trig, p, depth_range, tok, L)
-        tid = np.full((n_trig, L), tok.pad, np.int64)
-        ttg = np.full((n_trig, L), -100, np.int64)
-        for i, t in enumerate(trig):
+        ids, tgt, _ = training_batch(rng, batch - n_trig * copies, p, depth_range, tok, L)
+        tid = np.full((n_trig * copies, L), tok.pad, np.int64)
+        ttg = np.full((n_trig * copies, L), -100, np.int64)
+        for i, t in enumerate(trig * copies):
             seq = list(t) + list(resp)
             off = int(rng.integers(0, L - len(seq) + 1))
             tid[i, off:off + len(seq)] = seq

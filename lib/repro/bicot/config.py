@@ -38,6 +38,8 @@ class Config(BaseConfig):
     key_rank: int = knob(2, ge=1, le=8, doc="r: rank of the secret subspace B")
     top_k: int = knob(10, ge=4, le=19, doc="k: top-k log-probs the API returns")
     lam_ctrl: float = knob(1.0, ge=0, le=100, doc="λ_c of the control-token regulariser")
+    wm_lr: float = knob(3e-4, gt=0, le=0.1, doc="Adam lr of the watermark fine-tune (not in the card; 3e-4 rather than the "
+                                                "attack's 1e-3 so that watermarking moves the weights less than the FT attack, K3)")
     # verification
     n_verify: int = knob(32, ge=2, le=512, doc="n: prompts per query set")
     n_query_sets: int = knob(8, ge=2, le=64, doc="disjoint query sets per suspect")
@@ -57,6 +59,8 @@ class Config(BaseConfig):
     whiten_lams: tuple[float, ...] = knob((1.0, 3.0, 10.0, 30.0), gt=0, le=1000, min_len=1,
                                           doc="λ sweep of the whitening attack, stopped once z < 4 or accuracy is down 10 points")
     trigger_steps: int = knob(100, ge=1, le=5000, doc="fine-tune steps of the trigger-fingerprint baseline")
+    trigger_copies: int = knob(2, ge=1, le=8, doc="copies of each of the 8 triggers in every batch of 64 (the trigger "
+                                                   "model must verify >= 0.9 before FT, K3)")
 
     def check(self) -> None:
         lo, hi = self.depth_range[0], self.depth_range[-1]

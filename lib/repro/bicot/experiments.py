@@ -18,6 +18,7 @@ from . import watermark as wm
 from .model import GPTConfig, answer_accuracy, load_or_train_base
 from .tasks import Tokenizer, make_problems, max_depth_len
 
+KEY_CANDIDATES = 20
 OUTPUT_ATTACKS = ("temperature 0.5", "temperature 2", "shift", "bias", "noise", "trunc")
 
 
@@ -58,8 +59,8 @@ def setup(cfg) -> Study:
     st.acc_ood = make_problems(rb, cfg.n_acc, cfg.modulus, dr, tok, ood=True)
     st.white_box = make_problems(rw, cfg.n_white_box, cfg.modulus, dr, tok)
     krng = np.random.default_rng(ss[5])
-    st.info["secret"] = int(krng.integers(2**31))
-    st.B = wm.make_key(st.info["secret"], cfg.d_model, cfg.key_rank)
+    st.candidates = [int(x) for x in krng.integers(2**31, size=KEY_CANDIDATES)]
+    st.vetting = make_problems(np.random.default_rng(krng.integers(2**31)), 2 * cfg.n_verify, cfg.modulus, dr, tok)
     st.null_keys = wm.make_keys(np.random.default_rng(krng.integers(2**31)), cfg.n_null_keys, cfg.d_model, cfg.key_rank)
     st.wrong_keys = wm.make_keys(np.random.default_rng(krng.integers(2**31)), cfg.n_wrong_keys, cfg.d_model, cfg.key_rank)
     return st
@@ -74,6 +75,30 @@ def train_bases(st: Study, progress=None) -> None:
                                                           2.0, use_cache=c.use_cached_base, progress=progress)
 
 
+def choose_key(st: Study) -> list[float]:
+    """The owner's key, vetted on its own base: candidates drawn from the secret seed in order, the first one under
+    which M0's z on the owner's vetting prompts (disjoint from every query set) is below 0 is kept (the lowest if
+    none is). A random key is one more draw from the null for any model, so M0's family (M0c, attacked copies)
+    would otherwise sit wherever that draw put it; vetting sets it at or below the null's centre. Independent
+    models (M0') are unaffected: they never see B. Returns M0's z for each candidate tried."""
+    c = st.cfg
+    rec = api.query(st.models["M0"], st.vetting, st.tok, c.top_k, st.max_new)
+    tried = []
+    for seed in st.candidates:
+        B = wm.make_key(seed, c.d_model, c.key_rank)
+        tried.append(V.verify(rec, None, st.tok, st.W_U, B, st.null_keys, use_registration=False)["z"])
+        if tried[-1] < 0:
+            break
+    if tried[-1] < 0:
+        best = len(tried) - 1
+    else:                                    # none below 0 (or no anchors to score: smoke): the lowest, else the first
+        best = int(np.nanargmin(tried)) if np.isfinite(tried).any() else 0
+    st.info["secret"] = st.candidates[best]
+    st.B = wm.make_key(st.info["secret"], c.d_model, c.key_rank)
+    st.info["key_vetting"] = tried
+    return tried
+
+
 def choose_anchors(st: Study) -> dict:
     stats = saliency.saliency_by_type(st.models["M0"], st.white_box[:256], st.tok)
     st.anchor_types = saliency.select_anchor_types(stats)
@@ -85,7 +110,7 @@ def embed(st: Study) -> None:
     signature ablation (same steps)."""
     c, M0 = st.cfg, st.models["M0"]
     kw = dict(tok=st.tok, p=c.modulus, depth_range=tuple(c.depth_range), seed=1000 + c.seed, k=c.top_k,
-              lam_ctrl=c.lam_ctrl, anchor_types=st.anchor_types)
+              lam_ctrl=c.lam_ctrl, anchor_types=st.anchor_types, lr=c.wm_lr)
     st.models["BiCoT"], st.info["BiCoT"] = wm.embed_watermark(copy.deepcopy(M0), M0, st.B, steps=c.wm_steps, **kw)
     n = st.info["BiCoT"]["steps"]
     st.models["M0c"], st.info["M0c"] = wm.embed_watermark(copy.deepcopy(M0), M0, None, steps=n, fixed_steps=n, **kw)
@@ -138,7 +163,8 @@ def model_attacks(st: Study) -> dict:
                                                            label_smoothing=0.1)[c.ft_attack_steps]
     st.models["M0 noise20%"] = attacks.weight_noise(M0, 0.2, s)          # K2's damaged copy
     # trigger fingerprint and the same fine-tuning attack on it
-    trig, tinfo = baselines.train_trigger_fp(M0, st.tok, c.modulus, dr, st.info["secret"], c.trigger_steps, s + 1)
+    trig, tinfo = baselines.train_trigger_fp(M0, st.tok, c.modulus, dr, st.info["secret"], c.trigger_steps, s + 1,
+                                               copies=c.trigger_copies)
     st.models["trigger"] = trig
     tft = attacks.finetune_attack(trig, st.tok, c.modulus, dr, c.ft_attack_steps, 1e-3, s, checkpoints=(0, *ck))
     return {"trigger_info": tinfo,
@@ -165,6 +191,12 @@ def verify_model(st: Study, name: str, split: str = "id", attack: dict | None = 
         extra = st.wrong_keys[i * per:(i + 1) * per] if wrong_keys else None
         out.append(V.verify(sus, ref, st.tok, st.W_U, st.B, st.null_keys, use_registration, extra))
     return out
+
+
+def median_z(z: np.ndarray) -> float:
+    """Median z over query sets, ignoring sets with no anchor left (NaN when none has any)."""
+    z = np.asarray(z, float)
+    return float(np.median(z[np.isfinite(z)])) if np.isfinite(z).any() else float("nan")
 
 
 def zs(results: list[dict]) -> np.ndarray:

@@ -43,10 +43,17 @@ class Block(nn.Module):
         self.w3 = nn.Linear(c.d_ff, c.d, bias=False)
         self.h = c.n_heads
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: list | None = None) -> torch.Tensor:
+        """``cache``: None (full causal pass) or a list holding this block's (k, v) of earlier positions, extended
+        in place (incremental decoding of one new position at a time)."""
         B, L, D = x.shape
         q, k, v = self.qkv(self.n1(x)).view(B, L, 3, self.h, D // self.h).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if cache is not None:
+            if cache:
+                k = torch.cat([cache[0], k], 2)
+                v = torch.cat([cache[1], v], 2)
+            cache[:] = [k, v]
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=L > 1)
         x = x + self.proj(a.transpose(1, 2).reshape(B, L, D))
         g, u = self.w12(self.n2(x)).chunk(2, -1)
         return x + self.w3(F.silu(g) * u)
@@ -84,6 +91,14 @@ class GPT(nn.Module):
         """(logits (B, L, V), h_final (B, L, d))."""
         return self.forward_from_embeddings(self.emb(ids))
 
+    def step(self, ids: torch.Tensor, caches: list, start: int) -> torch.Tensor:
+        """Logits of the last position, feeding ``ids`` (B, L_new) at positions ``start``.. with per-block caches
+        (a prompt first, then one token at a time); the same numbers as a full pass (tested)."""
+        x = self.emb(ids) + self.pos.weight[start:start + ids.shape[1]]
+        for b, c in zip(self.blocks, caches):
+            x = b(x, c)
+        return self.norm(x[:, -1]) @ self.emb.weight.T
+
 
 def forward_hidden(model: GPT, ids) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits and final-norm hidden states for a batch of token ids."""
@@ -120,9 +135,11 @@ def greedy_cot(model: GPT, prompts: list[tuple[int, ...]], tok: Tokenizer, max_n
     for s in range(0, len(prompts), batch):
         ids = torch.from_numpy(left_pad([(tok.pad,) * (P - len(p)) + tuple(p) for p in prompts[s:s + batch]], tok.pad))
         done = torch.zeros(len(ids), dtype=torch.bool)
-        for _ in range(min(max_new, model.cfg.context - P)):
-            logits, _ = model(ids)
-            nxt_logits = logits[:, -1]
+        caches = [[] for _ in model.blocks]
+        nxt_logits = model.step(ids, caches, 0)
+        for t in range(min(max_new, model.cfg.context - P)):
+            if t:
+                nxt_logits = model.step(ids[:, -1:], caches, ids.shape[1] - 1)
             if logit_processor is not None:
                 nxt_logits = logit_processor(ids, nxt_logits)
             nxt = nxt_logits.argmax(-1)

@@ -106,22 +106,44 @@ def k2(acc_m0, acc_damaged) -> dict:
                 reason=_fails(checks))
 
 
-def k3(dist_ft: float, dist_wm: float, trigger_before: float, dose_z, dose_acc, pc_before: float, pc_after: float) -> dict:
-    dz, da = np.asarray(dose_z, float), np.asarray(dose_acc, float)
-    rho = float(stats.spearmanr(dz, da).statistic) if len(dz) > 2 and np.ptp(dz) > 0 and np.ptp(da) > 0 else float("nan")
+def _rank_ready(z) -> np.ndarray:
+    """z with NaN (no anchor left to score: no evidence of the mark) placed below every finite value."""
+    z = np.asarray(z, float)
+    fin = z[np.isfinite(z)]
+    return np.where(np.isfinite(z), z, (fin.min() if fin.size else 0.0) - 1.0)
+
+
+def spearman(x, y) -> float:
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def k3(dist_ft: float, dist_wm: float, trigger_before: float, dose_z, dose_acc, other_z, other_acc,
+       pc_before: float, pc_after: float) -> dict:
+    """``dose_z``/``dose_acc``: BiCoT and its noise and pruning doses (the monotone dose sweep, where Spearman is
+    taken); ``other_z``/``other_acc``: the label-smoothed FT, which counts for "z drops below 4 somewhere" but is
+    not a dose of damage (its Spearman with the doses pooled is reported too)."""
+    dz, da = _rank_ready(dose_z), np.asarray(dose_acc, float)
+    rho = spearman(dz, da)
+    allz = np.concatenate([np.asarray(dose_z, float), np.asarray(other_z, float)])
+    zmin = float(np.nanmin(np.where(np.isfinite(allz), allz, -np.inf))) if allz.size else float("nan")
+    pooled = spearman(_rank_ready(allz), np.concatenate([da, np.asarray(other_acc, float)]))
     removed = 1 - pc_after / pc_before if pc_before > 0 else float("nan")
     checks = {
         f"FT moved the weights {dist_ft:.3f}, less than watermarking did ({dist_wm:.3f})": dist_ft >= dist_wm,
         f"the trigger model verifies only {trigger_before:.2f} before FT (< {T['K3_trigger']})": trigger_before >= T["K3_trigger"],
-        f"z stays >= {T['K3_z']:g} along the whole dose sweep (min {dz.min():.2f})": dz.min() < T["K3_z"],
-        f"Spearman(z, accuracy) along the dose sweep is {rho:.2f} (< {T['K3_rho']})": rho >= T["K3_rho"],
+        f"z stays >= {T['K3_z']:g} along the whole sweep (min {zmin:.2f})": zmin < T["K3_z"],
+        f"Spearman(z, accuracy) along the noise/pruning doses is {rho:.2f} (< {T['K3_rho']})": rho >= T["K3_rho"],
         f"whitening removed {100 * removed:.0f} % of the top-r PC energy (< {100 * T['K3_whiten']:.0f} %)": removed >= T["K3_whiten"],
     }
     return dict(holds=all(checks.values()),
-                threshold=f"dist_FT >= dist_wm; trigger >= {T['K3_trigger']}; min dose z < {T['K3_z']:g} with Spearman >= "
-                          f"{T['K3_rho']}; whitening removes >= {100 * T['K3_whiten']:.0f} % PC energy",
+                threshold=f"dist_FT >= dist_wm; trigger >= {T['K3_trigger']}; min sweep z < {T['K3_z']:g}; Spearman over "
+                          f"the doses >= {T['K3_rho']}; whitening removes >= {100 * T['K3_whiten']:.0f} % PC energy",
                 numbers={"dist FT": dist_ft, "dist wm": dist_wm, "trigger before FT": trigger_before,
-                         "min dose z": float(dz.min()), "Spearman(z, acc)": rho, "PC energy removed": removed},
+                         "min sweep z": zmin, "Spearman(z, acc) doses": rho, "Spearman pooled with smoothed FT": pooled,
+                         "PC energy removed": removed},
                 reason=_fails(checks))
 
 
@@ -177,12 +199,13 @@ def c2(auc: float, tpr: float, n_pos: int, n_neg: int) -> dict:
                 numbers={"AUC": auc, "TPR@1%FPR": tpr, "positives": n_pos, "negatives": n_neg}, reason=reason)
 
 
-def c3a(aucs: dict) -> dict:
+def c3a(aucs: dict, extra: dict | None = None) -> dict:
     low = {k: v for k, v in aucs.items() if not v >= T["C3_auc"]}
     holds = not low
     reason = ("every attack keeps AUC >= 0.9 (lowest: " + min(aucs, key=aucs.get) + f" {min(aucs.values()):.3f})" if holds
               else "AUC below 0.9 after " + ", ".join(f"{k} ({v:.3f})" for k, v in low.items()))
-    return dict(holds=holds, threshold="AUC >= 0.9 after every attack", numbers={f"AUC {k}": v for k, v in aucs.items()},
+    return dict(holds=holds, threshold="AUC >= 0.9 after every attack",
+                numbers={**{f"AUC {k}": v for k, v in aucs.items()}, **(extra or {})},
                 reason=reason)
 
 

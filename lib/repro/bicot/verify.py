@@ -29,28 +29,33 @@ def register(sus: Records, ref: Records, tok: Tokenizer, vocab: int) -> Registra
     """Least-squares fit of ℓ_sus = α ℓ_ref + β_t + δ_v on the sentinel pairs seen in both top-k lists."""
     P = min(ref.prompt_len, sus.prompt_len)
     sm = sentinel_mask(ref, tok)[:, :P] & sentinel_mask(sus, tok)[:, :P]
-    rows_t, rows_v, y, x = [], [], [], []
     pos = np.argwhere(sm)
-    for t, (n, j) in enumerate(pos):
-        ref_map = dict(zip(ref.top_ids[n, j].tolist(), ref.top_lp[n, j].tolist()))
-        for v, val in zip(sus.top_ids[n, j].tolist(), sus.top_lp[n, j].tolist()):
-            if v in ref_map:
-                rows_t.append(t), rows_v.append(v), y.append(val), x.append(ref_map[v])
-    if not y:
+    si, sv = sus.top_ids[pos[:, 0], pos[:, 1]], sus.top_lp[pos[:, 0], pos[:, 1]]       # (M, k)
+    ri, rv = ref.top_ids[pos[:, 0], pos[:, 1]], ref.top_lp[pos[:, 0], pos[:, 1]]
+    match = si[:, :, None] == ri[:, None, :]                                           # (M, k_sus, k_ref)
+    rows_t, a_sus, a_ref = np.nonzero(match)
+    if not len(rows_t):
         return Registration(1.0, np.full(vocab, np.nan), 0)
-    rows_t, rows_v = np.array(rows_t), np.array(rows_v)
-    seen = np.unique(rows_v)
-    vi = {v: i for i, v in enumerate(seen)}
+    rows_v = si[rows_t, a_sus]
+    y = sv[rows_t, a_sus].astype(float)
+    x = rv[rows_t, a_ref].astype(float)
+    seen, vidx = np.unique(rows_v, return_inverse=True)
     nT, nV, N = len(pos), len(seen), len(y)
-    A = np.zeros((N + 1, 1 + nT + nV))
-    A[:N, 0] = x
-    A[np.arange(N), 1 + rows_t] = 1.0
-    A[np.arange(N), 1 + nT + np.array([vi[v] for v in rows_v])] = 1.0
-    A[N, 1 + nT:] = 1.0 * np.sqrt(N)         # Σ δ_v = 0, weighted as a hard-ish constraint
-    b = np.append(np.asarray(y, float), 0.0)
+    # β_t profiled out: centre y, x and the token indicators within each sentinel position t
+    cnt = np.bincount(rows_t, minlength=nT).astype(float)[rows_t]
+    def centre(col):
+        return col - (np.bincount(rows_t, col, nT) if col.ndim == 1 else
+                      np.stack([np.bincount(rows_t, c, nT) for c in col.T], 1))[rows_t] / (cnt if col.ndim == 1 else cnt[:, None])
+    D = np.zeros((N, nV))
+    D[np.arange(N), vidx] = 1.0
+    A = np.zeros((N + 1, 1 + nV))
+    A[:N, 0] = centre(x)
+    A[:N, 1:] = centre(D)
+    A[N, 1:] = np.sqrt(N)                     # Σ δ_v = 0, weighted as a hard-ish constraint
+    b = np.append(centre(y), 0.0)
     sol, *_ = np.linalg.lstsq(A, b, rcond=None)
     delta = np.full(vocab, np.nan)
-    delta[seen] = sol[1 + nT:]
+    delta[seen] = sol[1:]
     alpha = float(sol[0]) if abs(sol[0]) > 1e-6 else 1e-6
     return Registration(alpha, delta, N)
 
