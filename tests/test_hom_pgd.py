@@ -18,9 +18,9 @@ def fam():
     return hp.QCQPFamily(6, 4, seed=3)
 
 
-def _random_inn(n=6, m=4, blocks=3, hidden=16, seed=0):
+def _random_inn(n=6, m=4, blocks=3, hidden=16, seed=0, ball_gauge=False):
     torch.manual_seed(seed)
-    inn = hp.CondRealNVP(n, m, blocks, hidden)
+    inn = hp.CondRealNVP(n, m, blocks, hidden, ball_gauge=ball_gauge)
     with torch.no_grad():
         for layer in inn.layers:
             layer.net[-1].weight.normal_(0, 0.3)
@@ -94,19 +94,48 @@ def test_ray_reentry_zero_for_star_shaped_and_positive_when_not():
 
 # ----------------------------------------------------------------------------- INN
 
-def test_inn_inverse_and_untrained_is_radial():
-    inn = _random_inn()
-    z = hp.sample_ball(64, 6, torch.Generator().manual_seed(0))
+@pytest.mark.parametrize("gauge", [False, True])
+def test_inn_inverse_and_untrained_is_radial(gauge):
+    inn = _random_inn(ball_gauge=gauge)
+    z = hp.sample_ball(64, 6, torch.Generator().manual_seed(0)) * 0.99
     c = torch.rand(64, 4) * 2 - 1
     with torch.no_grad():
         x = inn.map(z, c)
         assert float((inn.inverse(x, c) - z).abs().max()) <= 1e-5
-        fresh = hp.CondRealNVP(6, 4, 3, 16)
+        fresh = hp.CondRealNVP(6, 4, 3, 16, ball_gauge=gauge)
         torch.testing.assert_close(fresh.map(z, c), 5 * z)
 
 
-def test_logdet_matches_autograd_jacobian():
-    inn = _random_inn().double()
+def test_ball_gauge_maps_the_ball_onto_the_R_ball_for_any_weights():
+    inn = _random_inn(ball_gauge=True).double()
+    with torch.no_grad():
+        for layer in inn.layers:                       # large random weights: far from the radial map
+            layer.net[-1].weight.normal_(0, 1.0)
+        z = hp.sample_ball(2000, 6, torch.Generator().manual_seed(3)).double()
+        c = (torch.rand(2000, 4) * 2 - 1).double()
+        assert float(inn.map(z, c).norm(dim=1).max()) <= 5.0 + 1e-12
+        # every point of the R-ball, the R-sphere included, has a pre-image in the closed unit ball
+        v = torch.randn(500, 6, dtype=torch.float64)
+        x = 5 * v / v.norm(dim=1, keepdim=True) * torch.rand(500, 1, dtype=torch.float64) ** 0.2
+        x[:100] = 5 * v[:100] / v[:100].norm(dim=1, keepdim=True)
+        zz = inn.inverse(x, c[:500])
+        assert float(zz.norm(dim=1).max()) <= 1.0
+        torch.testing.assert_close(inn.map(zz[100:], c[100:500]), x[100:], atol=1e-7, rtol=1e-7)
+        # R-sphere points: reach_norms keeps those the clamped forward map really returns to, +inf for the others
+        r = hp.inn.reach_norms(inn, x[:100], c[:100])
+        back = inn.map(zz[:100], c[:100])
+        ok = torch.isfinite(r)
+        assert bool((r[ok] <= 1).all())
+        assert float((back[ok] - x[:100][ok]).norm(dim=1).max()) <= hp.inn.REACH_TOL
+        assert bool(((back[~ok] - x[:100][~ok]).norm(dim=1) > hp.inn.REACH_TOL).all())
+        # the radial (untrained) gauge map reaches every sphere point
+        fresh = hp.CondRealNVP(6, 4, 3, 16, ball_gauge=True).double()
+        assert bool((hp.inn.reach_norms(fresh, x[:100], c[:100]) <= 1).all())
+
+
+@pytest.mark.parametrize("gauge", [False, True])
+def test_logdet_matches_autograd_jacobian(gauge):
+    inn = _random_inn(ball_gauge=gauge).double()
     z = hp.sample_ball(8, 6, torch.Generator().manual_seed(1)).double()
     c = (torch.rand(8, 4, generator=torch.Generator().manual_seed(2)) * 2 - 1).double()
     _, logdet, _ = inn(z, c)

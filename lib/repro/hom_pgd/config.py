@@ -32,6 +32,8 @@ class Config(BaseConfig):
     # INN and its MDH training
     inn_blocks: int = knob(6, ge=1, le=16, doc="affine coupling blocks (alternating halves) + a final affine")
     inn_hidden: int = knob(64, ge=4, le=1024, doc="hidden width of every coupling net (2 hidden layers)")
+    ball_gauge: bool = knob(True, doc="wrap the flow in exact radial maps onto the R-ball (the authors' CvxINN "
+                                      "construction for the convex part of C); False: the plain flow, x = 5 F(z)")
     train_steps: int = knob(4000, ge=10, le=100_000, doc="Adam steps of MDH training (lr 1e-3, EMA 0.99)")
     train_batch: int = knob(512, ge=8, le=8192, doc="ball samples (each with its own scale factors) per step")
     checkpoints: tuple[int, ...] = knob((250, 1000, 4000), ge=1, min_len=2, doc="EMA checkpoints compared in C5 "

@@ -23,8 +23,10 @@ def rel_gap(f: np.ndarray, f_ref: np.ndarray) -> np.ndarray:
 
 
 def build_inn(cfg, n: int, m: int, hidden: int | None = None) -> CondRealNVP:
+    """The chapter's INN for size (n, m): ``cfg.inn_blocks`` couplings of width ``hidden`` (default ``cfg.inn_hidden``),
+    wrapped in the exact R-ball gauge when ``cfg.ball_gauge``."""
     torch.manual_seed(cfg.seed)
-    return CondRealNVP(n, m, cfg.inn_blocks, hidden or cfg.inn_hidden)
+    return CondRealNVP(n, m, cfg.inn_blocks, hidden or cfg.inn_hidden, ball_gauge=cfg.ball_gauge)
 
 
 def radial_infeasible(family: QCQPFamily, k: int, seed: int) -> float:

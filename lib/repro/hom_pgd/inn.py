@@ -5,7 +5,9 @@ affine couplings with alternating halves, each x_b ← x_b · exp(ŝ) + t with �
 (s, t) = MLP([x_a, c]), then an element-wise affine layer. The authors use conditional MADE layers with
 ActNorm/LU; a coupling has the same role and an exact, cheap inverse. The network outputs u in normalised
 box coordinates and x = 5u (the authors' ``scale`` for the box [−5, 5]ⁿ, no clamp). The last layer of every
-coupling net starts at zero, so the untrained Φ is the radial map x = R z.
+coupling net starts at zero, so the untrained Φ is the radial map x = R z. With ``ball_gauge=True`` (the chapter's
+default) the flow is wrapped between two exact radial maps so that Φ maps the ball onto the R-ball whatever the
+flow is (the authors' ``CvxINN`` construction for the convex part of a set, :class:`CondRealNVP`).
 
 *MDH training* (Liang, Chen & Low, ICML 2023; the authors' ``learning/training/inn.py``, re-derived):
 
@@ -76,12 +78,33 @@ class Coupling(nn.Module):
         return x
 
 
-class CondRealNVP(nn.Module):
-    """Φ(z; c) = 5 · A(C_K(…C_1(z; c)…; c)) with couplings C_k and an element-wise affine A."""
+R_CLAMP = 1.0 - 1e-6     # latent radii are clamped below 1 before atanh (float32: 1 - 1e-6 is representable)
 
-    def __init__(self, n: int, c_dim: int, blocks: int, hidden: int, box: float = BOX):
+
+def _ratio_atanh(r: torch.Tensor) -> torch.Tensor:
+    """atanh(r)/r, smooth at r = 0."""
+    return torch.where(r < 1e-3, 1 + r * r / 3, torch.atanh(r) / r.clamp_min(1e-3))
+
+
+def _ratio_tanh(s: torch.Tensor) -> torch.Tensor:
+    """tanh(s)/s, smooth at s = 0."""
+    return torch.where(s < 1e-3, 1 - s * s / 3, torch.tanh(s) / s.clamp_min(1e-3))
+
+
+class CondRealNVP(nn.Module):
+    """Φ(z; c) = 5 · A(C_K(…C_1(z; c)…; c)) with couplings C_k and an element-wise affine A.
+
+    ``ball_gauge=True`` wraps the flow F = A∘C_K∘…∘C_1 between two exact radial maps, as the authors' ``CvxINN``
+    does for the convex part of a set: Φ(z) = R κ(F(κ⁻¹(z))), κ⁻¹(z) = z atanh‖z‖/‖z‖ (open ball → Rⁿ) and
+    κ(y) = y tanh‖y‖/‖y‖ (Rⁿ → open ball). Φ then maps the ball *onto* the R-ball whatever F is (the untrained
+    Φ is again x = R z), so the convex part of C (‖x‖ ≤ R, which implies the box) is exact and F only has to carve
+    out the non-convex constraints; the log-determinant includes both radial maps. Latent radii are clamped at
+    1 − 1e-6 (float32), so the R-sphere is reached to within a relative 1e-6.
+    """
+
+    def __init__(self, n: int, c_dim: int, blocks: int, hidden: int, box: float = BOX, ball_gauge: bool = False):
         super().__init__()
-        self.n, self.c_dim, self.box = n, c_dim, box
+        self.n, self.c_dim, self.box, self.ball_gauge = n, c_dim, box, ball_gauge
         half = torch.zeros(n)
         half[: n // 2] = 1
         if n == 1:
@@ -95,6 +118,12 @@ class CondRealNVP(nn.Module):
         logdet = torch.zeros(len(z), dtype=z.dtype)
         dist = torch.zeros(len(z), dtype=z.dtype)
         h = z
+        n = self.n
+        if self.ball_gauge:                       # κ⁻¹: radial derivative 1/(1 − r²), tangential atanh(r)/r
+            r = torch.sqrt((z * z).sum(1) + 1e-20).clamp_max(R_CLAMP)
+            q = _ratio_atanh(r)
+            h = z / torch.sqrt((z * z).sum(1) + 1e-20).clamp_min(1e-10)[:, None] * (r * q)[:, None]
+            logdet = logdet - torch.log1p(-r * r) + (n - 1) * torch.log(q)
         for layer in self.layers:
             h, ld, d = layer(h, c)
             logdet = logdet + ld
@@ -102,6 +131,11 @@ class CondRealNVP(nn.Module):
         h = h * torch.exp(self.log_a) + self.shift
         logdet = logdet + self.log_a.sum()
         dist = dist + self.log_a.max()
+        if self.ball_gauge:                       # κ: radial derivative sech²(s), tangential tanh(s)/s
+            s = torch.sqrt((h * h).sum(1) + 1e-20)
+            q = _ratio_tanh(s)
+            h = h * q[:, None]
+            logdet = logdet + 2 * torch.log(1 / torch.cosh(s)) + (n - 1) * torch.log(q)
         return self.box * h, logdet, dist
 
     def __call__(self, z, c):  # type hints for the common case
@@ -113,9 +147,15 @@ class CondRealNVP(nn.Module):
 
     def inverse(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         """z = Φ⁻¹(x; c), exact."""
-        h = (x / self.box - self.shift) * torch.exp(-self.log_a)
+        h = x / self.box
+        if self.ball_gauge:
+            a = h.norm(dim=1)
+            h = h / a.clamp_min(1e-10)[:, None] * (a.clamp_max(R_CLAMP) * _ratio_atanh(a.clamp_max(R_CLAMP)))[:, None]
+        h = (h - self.shift) * torch.exp(-self.log_a)
         for layer in reversed(self.layers):
             h = layer.inverse(h, c)
+        if self.ball_gauge:
+            h = h * _ratio_tanh(h.norm(dim=1))[:, None]
         return h
 
 
@@ -209,11 +249,27 @@ def eps_inn(phi, family: QCQPFamily, k: int, seed: int, chunk: int = 20_000, tol
     return bad / k
 
 
+REACH_TOL = 1e-4
+
+
+@torch.no_grad()
+def reach_norms(inn: CondRealNVP, x: torch.Tensor, c: torch.Tensor, tol: float = REACH_TOL) -> torch.Tensor:
+    """‖Φ⁻¹(x; c)‖ where the round trip Φ(Φ⁻¹(x)) returns x to within ``tol`` (absolute, x units), +∞ where it
+    does not. With ``ball_gauge`` the forward map clamps latent radii at 1 − 1e-6, so a point whose inverse lands
+    in that last shell is not actually reached by any latent point the optimiser can use: it counts as unreachable."""
+    z = inn.inverse(x, c)
+    back = inn.map(z, c)
+    ok = (back - x).norm(dim=1) <= tol
+    return torch.where(ok, z.norm(dim=1), torch.full_like(ok, float("inf"), dtype=z.dtype))
+
+
 @torch.no_grad()
 def preimage_norms(inn: CondRealNVP, family: QCQPFamily, x: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """‖Φ⁻¹(x; s)‖ for each point: ≤ 1 means x is reachable from the latent ball."""
-    z = inn.inverse(torch.as_tensor(x, dtype=torch.float32), family.condition(s))
-    return z.norm(dim=1).numpy()
+    """‖Φ⁻¹(x; s)‖ for each point (+∞ where the round trip fails, :func:`reach_norms`): ≤ 1 means x is reachable
+    from the latent ball. Evaluated in float64 (a copy of the network), so that a pre-image a hair inside the sphere
+    is not rounded onto or past it."""
+    inn64 = copy.deepcopy(inn).double()
+    return reach_norms(inn64, torch.as_tensor(x, dtype=torch.float64), family.condition(s).double()).numpy()
 
 
 def radial_map(radius: float):
