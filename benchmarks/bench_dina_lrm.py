@@ -3,7 +3,7 @@
 DiNa-LRM runs the first three blocks of the (frozen) generator on the noised latent plus the reward head; the pixel
 RMs decode the latent with the autoencoder and run a CNN, sized by the chapter to ~10× DiNa's multiply-accumulates
 and to the same count. All three are timed on random weights (the cost does not depend on training) with the
-reward's gradient w.r.t. the latent, as ReFL needs it, in CPU time on one thread, at several batch sizes: at
+reward's gradient w.r.t. the latent only (weights frozen), as ReFL needs it, in CPU time on one thread, at several batch sizes: at
 batch 1 every path is bound by per-operation overhead and the FLOP ratio does not show (card, Controls and risks).
 
     .venv/bin/python benchmarks/bench_dina_lrm.py
@@ -24,14 +24,15 @@ from repro.dina_lrm.reward import DiNaHead, LatentRewardModel, PixelRewardCNN, f
 
 def main() -> None:
     seed_everything(0)
-    rm = LatentRewardModel(frozen_backbone(LatentFlowMLP()), DiNaHead())
-    ae = AE()
+    rm = LatentRewardModel(frozen_backbone(LatentFlowMLP()), DiNaHead()).requires_grad_(False)
+    ae = AE().requires_grad_(False)
     z1, y1 = torch.zeros(1, 16), torch.zeros(1, dtype=torch.long)
     dina_macs = metrics.count_macs(lambda: rm(z1, y1, torch.full((1,), 0.4)), [rm])
     dec_macs = metrics.count_macs(lambda: ae.decode(z1), [ae])
     c_big, big_macs = pixel_macs_for(10 * dina_macs, dec_macs)
     c_m, m_macs = pixel_macs_for(dina_macs, dec_macs)
-    pix = {"pixel 10×": PixelRewardCNN(c_big), "pixel FLOP-matched": PixelRewardCNN(c_m)}
+    pix = {"pixel 10×": PixelRewardCNN(c_big).requires_grad_(False),
+           "pixel FLOP-matched": PixelRewardCNN(c_m).requires_grad_(False)}
     print(f"MACs per sample: DiNa {dina_macs:,}; pixel 10× (c={c_big}) {big_macs:,}; "
           f"pixel matched (c={c_m}) {m_macs:,}")
     for B in (1, 32, 256, 1024):

@@ -37,7 +37,8 @@ class Config(BaseConfig):
     n_sample_steps: int = knob(20, ge=2, le=200, doc="N: Euler steps of sampling (and of the RM's sigma grid)")
     # preference data
     n_train_pairs: int = knob(10_000, ge=10, le=200_000, doc="oracle-labelled training pairs")
-    n_test_pairs: int = knob(10_000, ge=10, le=200_000, doc="held-out test pairs (Controls and risks: 10k)")
+    n_test_pairs: int = knob(20_000, ge=10, le=200_000, doc="held-out test pairs: Controls and risks' 10k doubled "
+                                                            "after K2c (ECE floor) failed at 10k")
     n_val_pairs: int = knob(2000, ge=10, le=100_000, doc="validation pairs (choose C4's best sigma)")
     s_h: float = knob(0.5, gt=0, le=10, doc="annotator noise s_h of the Thurstone labels")
     # reward models

@@ -135,6 +135,7 @@ def prepare(cfg: Config, progress: Callable = print) -> Experiment:
                           use_cache=cfg.use_cache, n_fit=cfg.n_oracle_fit)
     t1 = time.perf_counter()
     progress(f"shared models: {shared.info['source']} ({t1 - t0:.1f} s)")
+    shared.ae.requires_grad_(False)
     kw = dict(steps=cfg.n_sample_steps, cfg_scale=cfg.cfg_scale)
     train = make_preference_pairs(shared, cfg.n_train_pairs, cfg.s_h, seed=10 * cfg.seed + 1, **kw)
     test = make_preference_pairs(shared, cfg.n_test_pairs, cfg.s_h, seed=10 * cfg.seed + 2, **kw)
@@ -158,6 +159,8 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
     rms, log = train_latent_rms(backbone, exp.train, kinds, cfg.rm_steps, seed, batch=cfg.rm_batch,
                                 lr=cfg.rm_lr, a=a, b=b, loss=cfg.loss, n_grid=cfg.n_sample_steps)
     res.rm_seconds = time.perf_counter() - t0
+    for m in rms.values():            # trained: from here on only gradients w.r.t. latents are needed
+        m.requires_grad_(False)
     dr, lab = test.dr.numpy(), test.label.numpy()
     g = torch.Generator().manual_seed(seed + 77)
     d = test.z_a.shape[1]
@@ -217,7 +220,7 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
     for name, c in (("big", exp.costs["pixel_c_big"]), ("matched", exp.costs["pixel_c_matched"])):
         torch.manual_seed(seed)
         pix[name] = train_pixel_rm(PixelRewardCNN(c), xa, xb, exp.train.y, exp.train.label, cfg.pixel_steps,
-                                   seed, batch=cfg.rm_batch // 2, lr=cfg.rm_lr)
+                                   seed, batch=cfg.rm_batch // 2, lr=cfg.rm_lr).requires_grad_(False)
         with torch.no_grad():
             dsp = (pix[name](ta, test.y) - pix[name](tb, test.y)).numpy()
         res.pixel_acc[name] = metrics.expected_agreement(dsp, dr, cfg.s_h)
@@ -274,7 +277,7 @@ def measure_costs(exp: Experiment) -> dict:
     bb = frozen_backbone(sh.gen)
     from .reward import DiNaHead
     torch.manual_seed(0)
-    rm = LatentRewardModel(bb, DiNaHead(width=bb.width))
+    rm = LatentRewardModel(bb, DiNaHead(width=bb.width)).requires_grad_(False)
     z1, y1 = torch.zeros(1, 16), torch.zeros(1, dtype=torch.long)
     dina_macs = metrics.count_macs(lambda: rm(z1, y1, torch.full((1,), cfg.eval_sigma)), [rm])
     dec_macs = metrics.count_macs(lambda: sh.ae.decode(z1), [sh.ae])
@@ -289,7 +292,7 @@ def measure_costs(exp: Experiment) -> dict:
     g = torch.Generator().manual_seed(0)
     z = torch.randn(B, 16, generator=g)
     y = torch.randint(0, 10, (B,), generator=g)
-    pix = {"big": PixelRewardCNN(c_big), "matched": PixelRewardCNN(c_m)}
+    pix = {"big": PixelRewardCNN(c_big).requires_grad_(False), "matched": PixelRewardCNN(c_m).requires_grad_(False)}
     costs["pixel_params_big"] = sum(p.numel() for p in pix["big"].parameters())
     costs["pixel_params_matched"] = sum(p.numel() for p in pix["matched"].parameters())
 

@@ -76,6 +76,8 @@ def refl_curves(ax_steps, ax_time, exp, rewards=("oracle", "dina", "bt", "pixel"
         O = np.array([h.oracle for h in H]).mean(0)
         ax_time.plot(np.array([h.cpu_s for h in H]).mean(0), O, ls="--", color=style.color(label(float(beta))),
                      label=label(float(beta)))
+    for ax in (ax_steps, ax_time):     # a hacked reward can send the oracle far below 0: symmetric log scale
+        ax.set_yscale("symlog", linthresh=1.0)
     ax_steps.set(xlabel="ReFL optimizer step", ylabel="oracle reward of fixed-seed samples (sd of r*)",
                  title="ReFL: oracle reward vs steps")
     ax_time.set(xlabel="CPU seconds in optimizer steps", ylabel="oracle reward (sd of r*)",
@@ -100,6 +102,7 @@ def oracle_vs_rm(ax, exp, kind: str = "dina") -> None:
         if r.align:
             h = r.align[kind]
             ax.plot(h.rm, h.oracle, marker="o", ms=3, label=f"seed {r.seed}")
+    ax.set_yscale("symlog", linthresh=1.0)
     ax.set(xlabel=f"{label(kind)} reward (K = 8) of the checkpoint's samples",
            ylabel="oracle reward (sd of r*)", title="ReFL checkpoints: oracle vs RM reward (C6)")
     ax.legend(loc="upper left")

@@ -344,7 +344,7 @@ def c4(dina_best: Sequence[float], pixel_big: Sequence[float], pixel_matched: Se
 
 
 def c5(steps_dina: Sequence[float], steps_pix: Sequence[float], time_dina: Sequence[float],
-       time_pix: Sequence[float], dina_eq: dict, dpo_eq: dict, censored_at: float) -> dict:
+       time_pix: Sequence[float], dina_eq: dict, dpo_eq: dict, censored_at: float, extra: dict | None = None) -> dict:
     """Per-seed steps and CPU seconds to reach 50 % of the oracle-ReFL gain (``censored_at`` where never reached),
     and per-seed oracle reward of DiNa-ReFL's end vs each DPO run at equal time (``dpo_eq``: beta -> list)."""
     sd, sp, td, tp = (np.asarray(x, float) for x in (steps_dina, steps_pix, time_dina, time_pix))
@@ -359,7 +359,8 @@ def c5(steps_dina: Sequence[float], steps_pix: Sequence[float], time_dina: Seque
             nums[f"DiNa {name} to 50%"], nums[f"pixel {name} to 50%"] = f"{a.mean():.3f} s", f"{b.mean():.3f} s"
         else:
             nums[f"DiNa {name} to 50%"], nums[f"pixel {name} to 50%"] = float(a.mean()), float(b.mean())
-    nums["never reached (censored at)"] = censored_at
+    nums["never reached: steps censored at"] = censored_at
+    nums.update(extra or {})
     if not dpo_eq:
         parts.append("undecided")
         texts.append("Diffusion-DPO was not run")
