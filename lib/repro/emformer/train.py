@@ -111,7 +111,7 @@ def finetune_accumulative(model: nn.Module, loss_fn: nn.Module, data: np.ndarray
             nn.utils.clip_grad_norm_(model.parameters(), CLIP)
             opt.step()
             x = pred.detach()                      # the detach that keeps memory flat in K
-            hist.loss.append(float(loss))
+            hist.loss.append(loss.item())
     model.eval()
     return hist
 
@@ -134,7 +134,7 @@ def finetune_bptt(model: nn.Module, loss_fn: nn.Module, data: np.ndarray, K: int
         total.backward()
         nn.utils.clip_grad_norm_(model.parameters(), CLIP)
         opt.step()
-        hist.loss.append(float(total))
+        hist.loss.append(total.item())
     model.eval()
     return hist
 
@@ -153,7 +153,7 @@ def continue_one_step(model: nn.Module, loss_fn: nn.Module, data: np.ndarray, st
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), CLIP)
         opt.step()
-        hist.loss.append(float(loss))
+        hist.loss.append(loss.item())
     model.eval()
     return hist
 
