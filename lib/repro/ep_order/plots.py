@@ -86,6 +86,7 @@ def grad_cos_panel(ax: plt.Axes, exp: Experiment, methods: Sequence[str] = ("ran
         style.band(ax, np.arange(window + 1, window + 1 + C.shape[1]), mean, half,
                    f"{label(m)} ({C.shape[0]} seeds)", color=style.color(m), marker=None)
     ax.set_xlabel("training step")
+    ax.set_ylim(-1, 1)
     ax.set_ylabel(f"cos(g_t, g_t-1), last block ({window}-step mean)")
     ax.set_title("Agreement of consecutive batches' gradients")
     ax.legend()
