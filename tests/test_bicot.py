@@ -245,9 +245,15 @@ def test_end_to_end_tiny_watermark_ranks_above_null():
 # ----------------------------------------------------------------------------- verdicts hold and fail
 
 def test_k1_passes_and_fails():
-    assert verdicts.k1(0.9, [5, 6], [0.1, 1.0], [0.5, 1.5])["holds"]
-    assert not verdicts.k1(0.9, [5, 3], [0.1, 1.0], [0.5, 1.5])["holds"]
-    assert not verdicts.k1(0.5, [5, 6], [0.1, 1.0], [0.5, 2.5])["holds"]
+    assert verdicts.k1(0.9, [5, 6], [0.1, 1.0])["holds"]
+    assert not verdicts.k1(0.9, [5, 3], [0.1, 1.0])["holds"]
+    assert not verdicts.k1(0.5, [5, 6], [0.1, 1.0])["holds"]
+    assert not verdicts.k1(0.9, [5, 6], [0.1, 2.5])["holds"]
+
+
+def test_k5_passes_and_fails():
+    assert verdicts.k5([0.1, 1.5], 0.3, 0.9)["holds"]
+    assert not verdicts.k5([0.1, 2.5], 0.5, 0.9)["holds"]
 
 
 def test_k2_passes_and_fails():
@@ -307,7 +313,7 @@ def test_c6_holds_fails_and_inconclusive():
 
 def test_claims_and_controls_declared():
     assert set(bicot.CLAIMS) == {"C1a", "C1b", "C2", "C3a", "C3b", "C4", "C5", "C6"}
-    assert set(bicot.CONTROLS) == {"K1", "K2", "K3", "K4"}
+    assert set(bicot.CONTROLS) == {"K1", "K2", "K3", "K4", "K5"}
 
 
 def test_incremental_decoding_matches_full_pass(tiny):

@@ -38,8 +38,8 @@ class Config(BaseConfig):
     key_rank: int = knob(2, ge=1, le=8, doc="r: rank of the secret subspace B")
     top_k: int = knob(10, ge=4, le=19, doc="k: top-k log-probs the API returns")
     lam_ctrl: float = knob(1.0, ge=0, le=100, doc="λ_c of the control-token regulariser")
-    wm_lr: float = knob(3e-4, gt=0, le=0.1, doc="Adam lr of the watermark fine-tune (not in the card; 3e-4 rather than the "
-                                                "attack's 1e-3 so that watermarking moves the weights less than the FT attack, K3)")
+    wm_lr: float = knob(2e-4, gt=0, le=0.1, doc="Adam lr of the watermark fine-tune (not in the card; at the attack's 1e-3 "
+                                                "watermarking moved the weights ~1.4 × further than the 200-step FT attack, K3)")
     # verification
     n_verify: int = knob(32, ge=2, le=512, doc="n: prompts per query set")
     n_query_sets: int = knob(8, ge=2, le=64, doc="disjoint query sets per suspect")

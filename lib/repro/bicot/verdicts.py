@@ -10,6 +10,11 @@ verdict would hide which part failed. C1a follows the card's *Controls and risks
 95 % bound of acc(BiCoT) − acc(M0c) ≥ −2 points on ≥ 1,500 shared problems, in-domain and OOD. C1b: KGW (δ = 2)
 "loses ≥ 3 points" means a mean paired loss ≥ 3 points whose 95 % CI excludes 0. "Stops being detected" (C6) and
 "z drops below 4" (K3) use the median z over the query sets.
+
+The card's K1 also asks the hidden-state ablation (``signature="hidden"``, trained with the same key B in h-space) to
+score z < 2. That check concerns one model, which carries the key, so it is its own control K5 (DESIGN: a check on
+one model guards the claims that compare against it): K5 gates C2, whose negatives include that model; C3a, C4 and C5
+use the C2 negatives without it. Its threshold is the card's.
 """
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ CLAIMS = {
           "with wrong keys: AUC >= 0.99 and TPR >= 0.95 at 1 % FPR.",
     "C3a": "Model-level robustness: after fine-tuning on clean CoT data (200 steps, lr 1e-3), int8 and int4 "
            "quantisation, 2 % Gaussian weight noise and 30 % magnitude pruning of BiCoT, AUC >= 0.9 against the C2 "
-           "negatives, for every attack.",
+           "negatives (without the key-carrying hidden ablation), for every attack.",
     "C3b": "Trigger baseline: the trigger-fingerprint's verification rate falls below 50 % after the same fine-tuning.",
     "C4": "RSR matters: under a fixed per-token bias δ_v ~ N(0, 2²) on the reported log-probs, AUC with registration "
           ">= 0.95 and without registration at least 0.1 lower (temperature, shift, noise and truncation reported).",
@@ -55,8 +60,7 @@ CLAIMS = {
 
 CONTROLS = {
     "K1": "The signature is there, and the same fine-tune without it is clean: white-box mean anchor R(B) >= 0.8 on "
-          "fresh prompts; M0c and the hidden-signature ablation have z < 2 on every query set while BiCoT has z >= 4 "
-          "on every query set.",
+          "fresh prompts; M0c has z < 2 on every query set while BiCoT has z >= 4 on every query set.",
     "K2": "Accuracy resolves the C1 margin: M0 in-domain accuracy >= 50 %, and a damaged copy (M0 + 20 % weight "
           "noise) loses >= 5 points with a paired 95 % CI excluding 0.",
     "K3": "The attacks bite: ‖θ_FT − θ_BiCoT‖ >= ‖θ_BiCoT − θ_M0‖; the trigger model verifies >= 0.9 before FT; along "
@@ -65,6 +69,8 @@ CONTROLS = {
     "K4": "Registration works: under the token bias, the fitted δ̂ correlates with the injected δ at r >= 0.95 on "
           "tokens seen at sentinels; >= 90 % of anchors keep >= r + 3 tokens; without registration BiCoT loses >= 50 % "
           "of its margin S − μ₀.",
+    "K5": "The hidden-state ablation is invisible to the verifier (the card's pilot): the signature=\"hidden\" model, a C2 "
+          "negative, has z < 2 on every query set.",
 }
 
 
@@ -78,19 +84,29 @@ def _pts(x: float) -> str:
 
 # ----------------------------------------------------------------------------- controls
 
-def k1(R_bicot: float, z_bicot, z_m0c, z_hidden) -> dict:
-    zb, zc, zh = (np.asarray(z, float) for z in (z_bicot, z_m0c, z_hidden))
+def k1(R_bicot: float, z_bicot, z_m0c) -> dict:
+    zb, zc = np.asarray(z_bicot, float), np.asarray(z_m0c, float)
     checks = {
         f"white-box anchor R(B) of BiCoT is {R_bicot:.3f} (< {T['K1_R']})": R_bicot >= T["K1_R"],
-        f"BiCoT's smallest z over the query sets is {zb.min():.2f} (< {T['K1_z_wm']:g})": zb.min() >= T["K1_z_wm"],
-        f"M0c's largest z is {zc.max():.2f} (>= {T['K1_z_clean']:g}): a continuation without the signature "
-        f"already looks watermarked": zc.max() < T["K1_z_clean"],
-        f"the hidden-signature ablation's largest z is {zh.max():.2f} (>= {T['K1_z_clean']:g})": zh.max() < T["K1_z_clean"],
+        f"BiCoT's smallest z over the query sets is {np.nanmin(zb):.2f} (< {T['K1_z_wm']:g})": np.nanmin(zb) >= T["K1_z_wm"],
+        f"M0c's largest z is {np.nanmax(zc):.2f} (>= {T['K1_z_clean']:g}): a continuation without the signature "
+        f"already looks watermarked": np.nanmax(zc) < T["K1_z_clean"],
     }
     return dict(holds=all(checks.values()),
-                threshold=f"R(B) >= {T['K1_R']}; z(BiCoT) >= {T['K1_z_wm']:g} and z(M0c), z(hidden) < {T['K1_z_clean']:g} on every set",
-                numbers={"R(B) BiCoT": R_bicot, "min z BiCoT": float(zb.min()), "max z M0c": float(zc.max()),
-                         "max z hidden": float(zh.max())}, reason=_fails(checks))
+                threshold=f"R(B) >= {T['K1_R']}; z(BiCoT) >= {T['K1_z_wm']:g} and z(M0c) < {T['K1_z_clean']:g} on every set",
+                numbers={"R(B) BiCoT": R_bicot, "min z BiCoT": float(np.nanmin(zb)), "max z M0c": float(np.nanmax(zc))},
+                reason=_fails(checks))
+
+
+def k5(z_hidden, R_hidden: float, hidden_ratio: float) -> dict:
+    zh = np.asarray(z_hidden, float)
+    ok = np.nanmax(zh) < T["K1_z_clean"]
+    return dict(holds=bool(ok), threshold=f"z(hidden ablation) < {T['K1_z_clean']:g} on every set",
+                numbers={"max z hidden": float(np.nanmax(zh)), "median z hidden": float(np.nanmedian(zh)),
+                         "white-box R(B) hidden": R_hidden, "hidden-state ratio": hidden_ratio},
+                reason="" if ok else (f"the hidden-state signature (‖Bᵀh‖²/‖h‖² = {hidden_ratio:.2f}) shows in the top-k "
+                                      f"log-probs: white-box anchor R(B) {R_hidden:.2f}, z up to {np.nanmax(zh):.2f} "
+                                      f"(>= {T['K1_z_clean']:g})"))
 
 
 def k2(acc_m0, acc_damaged) -> dict:
@@ -128,13 +144,15 @@ def k3(dist_ft: float, dist_wm: float, trigger_before: float, dose_z, dose_acc, 
     dz, da = _rank_ready(dose_z), np.asarray(dose_acc, float)
     rho = spearman(dz, da)
     allz = np.concatenate([np.asarray(dose_z, float), np.asarray(other_z, float)])
-    zmin = float(np.nanmin(np.where(np.isfinite(allz), allz, -np.inf))) if allz.size else float("nan")
+    finite = allz[np.isfinite(allz)]
+    no_anchor = int((~np.isfinite(allz)).sum())          # models left with no anchor to score: nothing detected
+    zmin = float(finite.min()) if finite.size else float("nan")
     pooled = spearman(_rank_ready(allz), np.concatenate([da, np.asarray(other_acc, float)]))
     removed = 1 - pc_after / pc_before if pc_before > 0 else float("nan")
     checks = {
         f"FT moved the weights {dist_ft:.3f}, less than watermarking did ({dist_wm:.3f})": dist_ft >= dist_wm,
         f"the trigger model verifies only {trigger_before:.2f} before FT (< {T['K3_trigger']})": trigger_before >= T["K3_trigger"],
-        f"z stays >= {T['K3_z']:g} along the whole sweep (min {zmin:.2f})": zmin < T["K3_z"],
+        f"z stays >= {T['K3_z']:g} along the whole sweep (min {zmin:.2f})": zmin < T["K3_z"] or no_anchor > 0,
         f"Spearman(z, accuracy) along the noise/pruning doses is {rho:.2f} (< {T['K3_rho']})": rho >= T["K3_rho"],
         f"whitening removed {100 * removed:.0f} % of the top-r PC energy (< {100 * T['K3_whiten']:.0f} %)": removed >= T["K3_whiten"],
     }
@@ -142,7 +160,7 @@ def k3(dist_ft: float, dist_wm: float, trigger_before: float, dose_z, dose_acc, 
                 threshold=f"dist_FT >= dist_wm; trigger >= {T['K3_trigger']}; min sweep z < {T['K3_z']:g}; Spearman over "
                           f"the doses >= {T['K3_rho']}; whitening removes >= {100 * T['K3_whiten']:.0f} % PC energy",
                 numbers={"dist FT": dist_ft, "dist wm": dist_wm, "trigger before FT": trigger_before,
-                         "min sweep z": zmin, "Spearman(z, acc) doses": rho, "Spearman pooled with smoothed FT": pooled,
+                         "min sweep z": zmin, "sweep points with no anchor": no_anchor, "Spearman(z, acc) doses": rho, "Spearman pooled with smoothed FT": pooled,
                          "PC energy removed": removed},
                 reason=_fails(checks))
 

@@ -133,7 +133,9 @@ def embed_watermark(model: nn.Module, ref_model: nn.Module, B: np.ndarray | None
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     model.train()
-    model.emb.weight.requires_grad_(False)
+    frozen = [model.emb.weight]                              # the token embedding = the tied head W_U
+    for q in frozen:
+        q.requires_grad_(False)
     params = [q for q in model.parameters() if q.requires_grad]
     opt = torch.optim.Adam(params, lr=lr)
     Bt = None if B is None else torch.as_tensor(B, dtype=torch.float32)
@@ -177,7 +179,8 @@ def embed_watermark(model: nn.Module, ref_model: nn.Module, B: np.ndarray | None
             ema = float(Rm) if ema is None else 0.8 * ema + 0.2 * float(Rm)
             if step >= ramp and ema >= stop_at:
                 break
-    model.emb.weight.requires_grad_(True)
+    for q in frozen:
+        q.requires_grad_(True)
     model.eval()
     hist["steps"] = len(hist["step"])
     return model, hist
