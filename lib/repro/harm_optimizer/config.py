@@ -44,11 +44,11 @@ class Config(BaseConfig):
     lr_sgdm_mnist1d: float = knob(0.05, gt=0, le=10, doc="SGDM peak lr on MNIST-1D when lr_grid_sgdm is empty")
     lr_adamw_mnist1d: float = knob(1e-3, gt=0, le=1, doc="AdamW peak lr on MNIST-1D when lr_grid_adamw is empty")
     lr_grid_sgdm: tuple[float, ...] = knob((0.05, 0.1, 0.2), gt=0, le=10,
-                                           doc="MNIST-1D lrs tried once for SGDM and for Harm-SGDM on a validation "
-                                                "split (empty: no grid)")
+                                           doc="MNIST-1D lrs tried once for SGDM on a validation split; Harm-SGDM "
+                                                "uses SGDM's best (empty: no grid)")
     lr_grid_adamw: tuple[float, ...] = knob((1e-3, 3e-3, 1e-2), gt=0, le=1,
-                                            doc="MNIST-1D lrs tried once for AdamW and for Harm-AdamW on a "
-                                                 "validation split (empty: no grid)")
+                                            doc="MNIST-1D lrs tried once for AdamW on a validation split; "
+                                                 "Harm-AdamW uses AdamW's best (empty: no grid)")
     momentum: float = knob(0.9, ge=0, lt=1, doc="β of SGDM")
     wd_sgdm: float = knob(5e-4, ge=0, le=1, doc="λ of SGDM (coupled, torch convention)")
     wd_adamw: float = knob(1e-2, ge=0, le=1, doc="λ of AdamW (decoupled)")
