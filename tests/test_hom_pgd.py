@@ -366,3 +366,13 @@ def test_c6():
     assert V.c6(W, [0.03 + 1e-7 * w for w in W])["holds"]
     assert not V.c6(W, [0.05, 0.01, 0.06, 0.02])["holds"]
     assert V.c6(W, [0.1] * 4, smoke=True)["holds"] is None
+
+
+def test_round_trip_errors_zero_for_plain_flow_and_reach_norms_consistent(fam):
+    inn = _random_inn()
+    rng = np.random.default_rng(4)
+    inst = fam.sample(20, rng)
+    x = rng.uniform(-2, 2, (20, fam.n))
+    assert float(hp.inn.round_trip_errors(inn, fam, x, inst.s).max()) <= 1e-9
+    zn = hp.preimage_norms(inn, fam, x, inst.s)
+    assert np.isfinite(zn).all()

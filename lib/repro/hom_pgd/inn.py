@@ -264,6 +264,16 @@ def reach_norms(inn: CondRealNVP, x: torch.Tensor, c: torch.Tensor, tol: float =
 
 
 @torch.no_grad()
+def round_trip_errors(inn: CondRealNVP, family: QCQPFamily, x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """‖Φ(Φ⁻¹(x; s); s) − x‖ per point in float64: 0 up to rounding for the plain flow; with ``ball_gauge``, how far
+    the clamped forward map lands from a point whose pre-image lies (numerically) on the unit sphere."""
+    inn64 = copy.deepcopy(inn).double()
+    xt = torch.as_tensor(x, dtype=torch.float64)
+    c = family.condition(s).double()
+    return (inn64.map(inn64.inverse(xt, c), c) - xt).norm(dim=1).numpy()
+
+
+@torch.no_grad()
 def preimage_norms(inn: CondRealNVP, family: QCQPFamily, x: np.ndarray, s: np.ndarray) -> np.ndarray:
     """‖Φ⁻¹(x; s)‖ for each point (+∞ where the round trip fails, :func:`reach_norms`): ≤ 1 means x is reachable
     from the latent ball. Evaluated in float64 (a copy of the network), so that a pre-image a hair inside the sphere
