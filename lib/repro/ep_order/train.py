@@ -26,6 +26,8 @@ from .model import Batch, CharGPT, sft_loss
 from .tasks import make_dataset
 
 SLUG = "ep_order"
+#: the files whose code decides the base model's weights (part of its cache key)
+BASE_SOURCES = ("tasks.py", "model.py", "train.py")
 
 
 def lr_at(step: int, total: int, lr: float) -> float:
@@ -121,8 +123,11 @@ def domain_grad_cosines(model: CharGPT, samples: Sequence[dict], domains: np.nda
 
 def base_key(d_model: int, n_layers: int, n_heads: int, d_ff: int, n_per_domain: int, epochs: int, batch_size: int,
              lr: float, seed: int) -> str:
+    from pathlib import Path
+    here = Path(__file__).parent
+    code = hashlib.sha1(b"".join((here / f).read_bytes() for f in BASE_SOURCES)).hexdigest()[:12]
     spec = dict(d_model=d_model, n_layers=n_layers, n_heads=n_heads, d_ff=d_ff, n_per_domain=n_per_domain,
-                epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, version=1)
+                epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, code=code)
     return hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -130,7 +135,7 @@ def load_or_train_base(d_model: int, n_layers: int, n_heads: int, d_ff: int, n_p
                        batch_size: int, lr: float, seed: int, use_cache: bool = True) -> tuple[CharGPT, dict]:
     """The base model: random init with ``seed``, pre-trained with a random shuffle on a draw of the generator
     disjoint from the instruction-tuning data (stream ``"base"``). Cached in ``data/cache/ep_order/`` under a hash
-    of this config; trained (and written atomically) when missing."""
+    of this config and of the code in :data:`BASE_SOURCES`; trained (and written atomically) when missing."""
     key = base_key(d_model, n_layers, n_heads, d_ff, n_per_domain, epochs, batch_size, lr, seed)
     path = cache_dir(SLUG) / f"base-{key}.pt"
     torch.manual_seed(seed)
