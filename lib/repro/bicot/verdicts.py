@@ -187,8 +187,9 @@ def c1a(acc_bicot, acc_m0c, acc_bicot_ood, acc_m0c_ood) -> dict:
     parts = [f"BiCoT − M0c = {_pts(c.mean_diff)} points [{_pts(c.ci_lo)}, {_pts(c.ci_hi)}] {where}"
              for c, where in ((cid, "in-domain"), (cood, "OOD"))]
     holds = ok_id and ok_ood
+    bad = " and ".join(w for w, ok in (("in-domain", ok_id), ("OOD", ok_ood)) if not ok)
     reason = ("; ".join(parts) + (f": both lower bounds >= {-100 * m:.0f} points" if holds else
-              f": the lower bound {'in-domain' if not ok_id else 'OOD'} is below {-100 * m:.0f} points"))
+              f": the lower bound {bad} is below {-100 * m:.0f} points"))
     inc = f"only {n} shared problems (< 1,500): the CI cannot resolve a 2-point margin" if n < 1500 else None
     return dict(holds=holds, threshold="lower paired 95 % bound of acc(BiCoT) − acc(M0c) >= −2 points, in-domain and OOD",
                 numbers={"acc BiCoT": float(np.mean(acc_bicot)), "acc M0c": float(np.mean(acc_m0c)),
@@ -263,8 +264,9 @@ def c6(sweep: list[dict]) -> dict:
         drop = base - r["acc"]
         holds = drop >= T["C6_drop"]
         return dict(holds=holds, threshold=thr, numbers={**nums, "drop at removal (points)": 100 * drop},
-                    reason=f"at λ = {r['lam']:g} the median z fell to {r['z']:.2f} with accuracy down {100 * drop:.1f} points "
-                           f"({'>=' if holds else '<'} 10)")
+                    reason=f"at λ = {r['lam']:g} the median z fell to {r['z']:.2f} with accuracy "
+                           f"{'down' if drop >= 0 else 'up'} {abs(100 * drop):.1f} points (a loss {'>=' if holds else '<'} 10 "
+                           f"is needed)")
     if costly:
         r = costly[0]
         return dict(holds=True, threshold=thr, numbers=nums,
