@@ -265,8 +265,8 @@ def c6(sweep: list[dict]) -> dict:
         holds = drop >= T["C6_drop"]
         return dict(holds=holds, threshold=thr, numbers={**nums, "drop at removal (points)": 100 * drop},
                     reason=f"at λ = {r['lam']:g} the median z fell to {r['z']:.2f} with accuracy "
-                           f"{'down' if drop >= 0 else 'up'} {abs(100 * drop):.1f} points (a loss {'>=' if holds else '<'} 10 "
-                           f"is needed)")
+                           f"{'down' if drop >= 0 else 'up'} {abs(100 * drop):.1f} points ("
+                           f"{'a loss of at least 10' if holds else 'the claim needs a loss of at least 10'})")
     if costly:
         r = costly[0]
         return dict(holds=True, threshold=thr, numbers=nums,
