@@ -243,8 +243,10 @@ def test_controls_pass_and_fail():
     assert not _ok(verdicts.k4a({"ms": 1.0, "cv": 0.02}, {"ms": 0.5, "cv": 0.03}))
     assert not _ok(verdicts.k4a({"ms": 1.0, "cv": 0.2}, {"ms": 0.2, "cv": 0.03}))
     rng = np.random.default_rng(0)
-    assert _ok(verdicts.k4b(0.02 + 0.001 * rng.normal(size=50), 0.05 + 0.001 * rng.normal(size=50)))
-    assert not _ok(verdicts.k4b(0.02 + 0.01 * rng.normal(size=50), 0.021 + 0.01 * rng.normal(size=50)))
+    j = 0.004 * rng.integers(15, 20, 50)                     # designed variation, common to both runs
+    assert _ok(verdicts.k4b(j + 0.001 * rng.normal(size=50), j + 0.01 + 0.001 * rng.normal(size=50)))
+    assert not _ok(verdicts.k4b(j + 0.01 * rng.normal(size=50), j + 0.001 + 0.01 * rng.normal(size=50)))
+    assert not _ok(verdicts.k4b(j, j + 0.005, smoke=True))
 
 
 def test_c1_holds_fails_and_is_undecided():
