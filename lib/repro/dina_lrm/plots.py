@@ -78,9 +78,9 @@ def refl_curves(ax_steps, ax_time, exp, rewards=("oracle", "dina", "bt", "pixel"
                      label=label(float(beta)))
     for ax in (ax_steps, ax_time):     # a hacked reward can send the oracle far below 0: symmetric log scale
         ax.set_yscale("symlog", linthresh=1.0)
-    ax_steps.set(xlabel="ReFL optimizer step", ylabel="oracle reward of fixed-seed samples (sd of r*)",
+    ax_steps.set(xlabel="ReFL optimizer step", ylabel="oracle reward r* of fixed-seed samples",
                  title="ReFL: oracle reward vs steps")
-    ax_time.set(xlabel="CPU seconds in optimizer steps", ylabel="oracle reward (sd of r*)",
+    ax_time.set(xlabel="CPU seconds in optimizer steps", ylabel="oracle reward r*",
                 title="ReFL and Diffusion-DPO vs compute (seed mean)")
     ax_steps.legend(loc="upper left"), ax_time.legend(loc="upper left")
 
@@ -104,5 +104,5 @@ def oracle_vs_rm(ax, exp, kind: str = "dina") -> None:
             ax.plot(h.rm, h.oracle, marker="o", ms=3, label=f"seed {r.seed}")
     ax.set_yscale("symlog", linthresh=1.0)
     ax.set(xlabel=f"{label(kind)} reward (K = 8) of the checkpoint's samples",
-           ylabel="oracle reward (sd of r*)", title="ReFL checkpoints: oracle vs RM reward (C6)")
-    ax.legend(loc="upper left")
+           ylabel="oracle reward r*", title="ReFL checkpoints: oracle vs RM reward (C6)")
+    ax.legend(loc="lower left")
