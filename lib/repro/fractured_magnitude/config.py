@@ -4,11 +4,11 @@ defaults. Every knob is validated before any work starts; a bad value raises a o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from repro.common import BaseConfig, knob
 
-SMOKE = dict(n_seeds=1, d_model=16, batch_size=32, text_steps=60, mm_steps=40, control_steps=20,
+SMOKE = dict(n_seeds=1, d_model=16, batch_size=32, text_steps=60, mm_steps=40, control_steps=20, control_restarts=1,
              eval_per_count=4, run_control=False, run_vx_reference=False)
 
 
@@ -36,8 +36,11 @@ class Config(BaseConfig):
     lr_projector: float = knob(1e-3, gt=0, le=0.1, doc="lr of the projector (the repo's 1e-5; our decision)")
     lr_decoder: float = knob(1e-5, ge=0, le=0.1, doc="lr of the decoder during fine-tuning (nearly frozen)")
     control_steps: int = knob(300, ge=1, le=20_000, doc="vision-side steps of the unified-space control (C6)")
-    control_lr: float = knob(5e-4, gt=0, le=0.1, doc="lr of the control's vision side and head (at 1e-3 its head "
-                                                     "collapsed onto 'c' in a pilot, failing K4)")
+    control_lr: float = knob(1e-3, gt=0, le=0.1, doc="peak lr of the control's vision side and head")
+    control_tasks: Literal["num", "num+eq"] = knob("num", doc="image batches of the control: the NUM batches only "
+                                                              "(with EQ batches its head collapsed in pilots, K4)")
+    control_restarts: int = knob(3, ge=1, le=10, doc="at most this many fresh inits of the control per seed; the "
+                                                     "first whose training loss converges is kept (else the lowest)")
     eval_per_count: int = knob(40, ge=2, le=1000, doc="evaluation boards (and strings) per count")
     run_control: bool = knob(True, doc="train the unified-space control VLM (C6, K3, K4)")
     run_vx_reference: bool = knob(True, doc="train the VX-trained reference (boards 0..text_boundary; K1)")
