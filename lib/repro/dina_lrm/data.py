@@ -25,6 +25,7 @@ from torch.nn import functional as F
 
 from repro.common.paths import cache_dir
 
+from . import flow as flow_module
 from .flow import LatentFlowMLP, sample, train_flow
 
 
@@ -185,13 +186,15 @@ def _save_atomic(obj: dict, path: Path) -> None:
 def build_shared(ae_steps: int, oracle_steps: int, gen_steps: int, cfg_scale: float, n_sample_steps: int,
                  use_cache: bool = True, n_fit: int = 4096, small_dr: float = 0.25,
                  small_frac_max: float = 0.40) -> Shared:
-    """Train (or load from ``data/cache/dina_lrm/``) the autoencoder, oracle classifier and generator.
+    """Train (or load from ``data/cache/dina_lrm/``, keyed by the arguments and a hash of this module's and
+    ``flow``'s code) the autoencoder, oracle classifier and generator.
 
     The oracle is standardized over ``n_fit`` base-generator samples. Clipping of log p_O is decided from those
     samples by the card's rule: if more than 40 % of random same-prompt pairs have |Δr*| < 0.25, clip at −5.
     """
+    code = hashlib.sha256(b"".join(Path(m).read_bytes() for m in (__file__, flow_module.__file__))).hexdigest()[:12]
     conf = dict(ae_steps=ae_steps, oracle_steps=oracle_steps, gen_steps=gen_steps, cfg_scale=cfg_scale,
-                n_sample_steps=n_sample_steps, n_fit=n_fit, version=2)
+                n_sample_steps=n_sample_steps, n_fit=n_fit, code=code)
     path = cache_dir("dina_lrm") / f"shared-{_key(conf)}.pt"
     X, y = load_digits01()
     Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
