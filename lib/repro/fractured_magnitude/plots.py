@@ -17,7 +17,8 @@ def shade_regimes(ax, cfg, label: bool = True) -> None:
     for name, (a, b) in spans.items():
         ax.axvspan(a, b, color=REGIME_COLORS[name], alpha=0.6, lw=0, zorder=0)
         if label:
-            ax.text((a + b) / 2, 1.02, name, transform=ax.get_xaxis_transform(), ha="center", fontsize=9)
+            ax.text((a + b) / 2, 0.98, name, transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=9,
+                    fontweight="bold", color="0.35")
 
 
 def example_boards(axes, boards: np.ndarray, counts: np.ndarray) -> None:
