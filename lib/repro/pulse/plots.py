@@ -179,8 +179,9 @@ def loss_curves(logs: dict, seed: int, methods) -> plt.Figure:
             ax.plot(lg.eval_steps, ev / ev[0], "o-", color=mcolor(m), ms=3.5, lw=1.4, label=LABELS[m])
         else:
             ax.plot([], [], color=mcolor(m), label=LABELS[m])
-    ax.axvspan(0.9 * max(len(lg.losses) for k, lg in logs.items() if k[0] == seed and lg.losses), ax.get_xlim()[1],
-               color="0.9", zorder=0)
+    n = max((len(lg.losses) for k, lg in logs.items() if k[0] == seed and lg.losses), default=0)
+    if n:
+        ax.axvspan(0.9 * n, n, color="0.9", zorder=0)
     ax.set_xlabel("optimizer step (shaded: the last 10%, K1's window)")
     ax.set_ylabel("loss / its first value")
     ax.set_title(f"Pretraining losses (seed {seed}): training batches (thin), held-out (dots)")
