@@ -12,9 +12,10 @@ verdict would hide which part failed. C1a follows the card's *Controls and risks
 "z drops below 4" (K3) use the median z over the query sets.
 
 The card's K1 also asks the hidden-state ablation (``signature="hidden"``, trained with the same key B in h-space) to
-score z < 2. That check concerns one model, which carries the key, so it is its own control K5 (DESIGN: a check on
-one model guards the claims that compare against it): K5 gates C2, whose negatives include that model; C3a, C4 and C5
-use the C2 negatives without it. Its threshold is the card's.
+score z < 2. It is recorded as its own control K5 so that the ledger says which part failed, but it gates what the
+card's K1 gates (C2–C6, with C3 split: C3a; C3b concerns the trigger baseline only) and that model stays among the
+C2 negatives that C3a and C4 use: if a key-carrying fine-tune whose signature lives elsewhere is also detected, the
+detection numbers cannot be read as evidence for the signature. Its threshold is the card's.
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ CLAIMS = {
           "with wrong keys: AUC >= 0.99 and TPR >= 0.95 at 1 % FPR.",
     "C3a": "Model-level robustness: after fine-tuning on clean CoT data (200 steps, lr 1e-3), int8 and int4 "
            "quantisation, 2 % Gaussian weight noise and 30 % magnitude pruning of BiCoT, AUC >= 0.9 against the C2 "
-           "negatives (without the key-carrying hidden ablation), for every attack.",
+           "negatives, for every attack.",
     "C3b": "Trigger baseline: the trigger-fingerprint's verification rate falls below 50 % after the same fine-tuning.",
     "C4": "RSR matters: under a fixed per-token bias δ_v ~ N(0, 2²) on the reported log-probs, AUC with registration "
           ">= 0.95 and without registration at least 0.1 lower (temperature, shift, noise and truncation reported).",
