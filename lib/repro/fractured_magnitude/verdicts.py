@@ -203,9 +203,14 @@ def c2(count_vx: Sequence[float], count_fx: Sequence[float], patch_min: Sequence
                           for k, f in floors.items())
     input_level = all(f["count_acc_VX"] >= T["C2_count"] and f["count_acc_FX"] >= T["C2_count"]
                       for f in floors.values())
-    qual = (f" — an input-level property: the same probe on untrained features also counts ({floor_txt}), so the "
-            "verdict says fine-tuning preserved per-cell information, not that it created it") if input_level else (
-            f" (untrained floors: {floor_txt})")
+    if input_level and holds:
+        qual = (f" — an input-level property: the same probe on untrained features also counts ({floor_txt}), so the "
+                "verdict says fine-tuning preserved per-cell information, not that it created it")
+    elif input_level:
+        qual = (f"; the same probe on untrained features counts ({floor_txt}), so fine-tuning lost per-cell "
+                "information that the input holds")
+    else:
+        qual = f" (untrained floors: {floor_txt})"
     return dict(holds=holds, threshold=f"mean and >= {need} of {n} seeds: probe count acc >= 90 % on VX and FX, "
                                        "patch acc >= 99.7 % in every regime",
                 numbers={**_per_seed("probe count acc VX", count_vx), **_per_seed("probe count acc FX", count_fx),
@@ -219,7 +224,7 @@ def c3(mae_vx: Sequence[float], mae_fx: Sequence[float], floors: dict) -> dict:
     holds, count, need, m = seed_rule(mae_vx, lambda x: x <= T["C3_mae"])
     floor_txt = "; ".join(f"{k}: {f['ridge_mae_VX']:.2f}" for k, f in floors.items())
     input_level = any(f["ridge_mae_VX"] <= T["C3_mae"] for f in floors.values())
-    qual = (f" — an input-level property: untrained features give VX MAE {floor_txt}" if input_level
+    qual = (f" — an input-level property: untrained features give VX MAE {floor_txt}" if input_level and holds
             else f" (untrained floors, VX MAE: {floor_txt})")
     return dict(holds=holds, threshold=f"VX MAE <= {T['C3_mae']:g} for the mean and >= {need} of {len(mae_vx)} seeds",
                 numbers={**_per_seed("ridge MAE VX", mae_vx), **_per_seed("ridge MAE FX", mae_fx),
