@@ -372,16 +372,3 @@ def test_claims_hold_and_fail():
 def test_claims_and_controls_are_declared():
     assert set(V.CLAIMS) == {"C1", "C1b", "C2a", "C2b", "C3", "C4a", "C4b", "C5"}
     assert set(V.CONTROLS) == {"K1", "K2", "K3a", "K3b", "K4a", "K4b", "K5"}
-
-
-def test_lr_grid_scores_each_lr_by_its_worst_seed_and_shares_it():
-    cfg = ho.Config.from_profile("smoke", datasets=("mnist1d",), epochs_mnist1d=1, n_seeds=2,
-                                 optimizers=("sgdm", "harm_sgdm"), lr_grid_sgdm=(0.05, 0.1))
-    sp = ho.load("mnist1d")
-    sp = type(sp)(sp.name, sp.x_train[:400], sp.y_train[:400], sp.x_test[:100], sp.y_test[:100])
-    chosen, table = ex.lr_grid(cfg, sp)
-    assert len(table) == 2 and all(len(v) == 2 for v in table.val_acc_per_seed)
-    assert (table.val_acc == table.val_acc_per_seed.map(min)).all()
-    best = max(table.itertuples(), key=lambda r: (r.val_acc, -r.lr)).lr
-    assert chosen[("mnist1d", "sgdm")] == chosen[("mnist1d", "harm_sgdm")] == best
-
