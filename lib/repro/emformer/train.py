@@ -66,6 +66,14 @@ def _record(hist: History, loss_fn, value: float) -> None:
         hist.s.append(loss_fn.s.detach().numpy().copy())
 
 
+def _update(model: nn.Module, opt: torch.optim.Optimizer, loss: torch.Tensor) -> None:
+    """One optimizer step on ``loss``, the gradient clipped to norm ``CLIP``."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+    opt.step()
+
+
 def pretrain(model: nn.Module, loss_fn: nn.Module, data: np.ndarray, steps: int, batch: int, lr: float,
              loss_lr: float, seed: int) -> History:
     """One-step training: minimize L(f(x_t), x_{t+1}) over random training pairs (batch order from ``seed``)."""
@@ -79,10 +87,7 @@ def pretrain(model: nn.Module, loss_fn: nn.Module, data: np.ndarray, steps: int,
         loss_fn.progress = s / max(steps - 1, 1)
         x0, y = sample_batch(data, batch, 1, rng)
         loss = loss_fn(model(x0), y[:, 0])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), CLIP)
-        opt.step()
+        _update(model, opt, loss)
         _record(hist, loss_fn, float(loss.detach()))
     model.eval()
     return hist
@@ -106,10 +111,7 @@ def finetune_accumulative(model: nn.Module, loss_fn: nn.Module, data: np.ndarray
                 inputs_log.append(x.requires_grad)
             pred = model(x)
             loss = loss_fn(pred, y[:, j])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), CLIP)
-            opt.step()
+            _update(model, opt, loss)
             x = pred.detach()                      # the detach that keeps memory flat in K
             hist.loss.append(loss.item())
     model.eval()
@@ -130,10 +132,7 @@ def finetune_bptt(model: nn.Module, loss_fn: nn.Module, data: np.ndarray, K: int
             x = model(x)
             total = total + loss_fn(x, y[:, j])
         total = total / K
-        opt.zero_grad(set_to_none=True)
-        total.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), CLIP)
-        opt.step()
+        _update(model, opt, total)
         hist.loss.append(total.item())
     model.eval()
     return hist
@@ -149,10 +148,7 @@ def continue_one_step(model: nn.Module, loss_fn: nn.Module, data: np.ndarray, st
     for _ in range(steps):
         x, y = sample_batch(data, batch, 1, rng)
         loss = loss_fn(model(x), y[:, 0])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), CLIP)
-        opt.step()
+        _update(model, opt, loss)
         hist.loss.append(loss.item())
     model.eval()
     return hist
