@@ -268,6 +268,73 @@ def test_config_rejects_bad_values_naming_them():
         ep.Config.from_profile("huge")
 
 
+# ----------------------------------------------------------------------------- forgetting window (K2, C3)
+
+def _blocks(path, sizes, batch=2, epochs=1, mixed=()):
+    """No-mix batches of clusters visited along ``path`` (``sizes[c]`` batches each), repeated per epoch; labels
+    per sample. ``mixed``: (batch index within an epoch, cluster) pairs whose batch gets one sample of that cluster."""
+    labels, per_epoch = [], []
+    for c in path:
+        for _ in range(sizes[c]):
+            per_epoch.append(list(range(len(labels), len(labels) + batch)))
+            labels += [c] * batch
+    for k, c in mixed:
+        extra = len(labels)
+        labels.append(c)
+        per_epoch[k] = per_epoch[k][:-1] + [extra]
+    return [np.array(b) for _ in range(epochs) for b in per_epoch], np.array(labels)
+
+
+def _curve(batches, labels, dom, d, fall=0.1, rise=0.075):
+    """Synthetic held-out loss of domain ``d``: falls by ``fall`` after a batch holding a sample of a cluster of
+    ``d``, rises by ``rise`` otherwise; keyed by step (step s = after s batches)."""
+    out, v = {0: 3.0}, 3.0
+    for k, b in enumerate(batches):
+        v += -fall if any(dom[c] == d for c in labels[b]) else rise
+        out[k + 1] = v
+    return out
+
+
+def test_forgetting_window_stops_before_a_sibling_block_of_the_same_domain():
+    dom = {0: 0, 1: 1, 2: 0, 3: 2}                      # clusters 0 and 2 share domain 0
+    batches, labels = _blocks([0, 1, 2, 3], {0: 4, 1: 4, 2: 4, 3: 1})
+    w = ep.forgetting_window(batches, labels, [0, 1, 2, 3], dom)
+    assert (w["domain"], w["clusters"], w["sibling"], w["start"], w["end"], w["total"]) == (0, [0], 2, 4, 8, 13)
+    curve = _curve(batches, labels, dom, 0)
+    assert ep.forgetting(curve, w) == pytest.approx(4 * 0.075)          # the rise during cluster 1's block
+    assert curve[13] - curve[4] < 0        # the end-of-training definition sees the sibling's relearning instead
+
+
+def test_forgetting_window_runs_to_the_end_without_a_sibling_and_merges_adjacent_clusters_of_the_domain():
+    dom = {0: 0, 1: 0, 2: 1, 3: 2}                      # the domain's two clusters come first, one after the other
+    batches, labels = _blocks([0, 1, 2, 3], {0: 3, 1: 2, 2: 4, 3: 4}, epochs=2)
+    w = ep.forgetting_window(batches, labels, [0, 1, 2, 3], dom, first_batch=13)
+    assert (w["clusters"], w["sibling"], w["start"], w["end"], w["total"]) == ([0, 1], None, 18, 26, 26)
+    assert ep.forgetting(_curve(batches, labels, dom, 0), w) == pytest.approx(8 * 0.075)
+    # a mixed sample of the first block inside cluster 2's stretch moves the start to that batch; a mixed sample
+    # of the sibling moves the end before it
+    dom = {0: 0, 1: 1, 2: 2, 3: 0}
+    batches, labels = _blocks([0, 1, 2, 3], {0: 3, 1: 3, 2: 3, 3: 3}, mixed=[(4, 0), (7, 3)])
+    w = ep.forgetting_window(batches, labels, [0, 1, 2, 3], dom)
+    assert (w["start"], w["end"]) == (5, 7)
+
+
+def test_k2_and_c3_on_forgetting_measured_over_the_window():
+    dom = {0: 0, 1: 1, 2: 0, 3: 2}
+    batches, labels = _blocks([0, 1, 2, 3], {0: 4, 1: 4, 2: 4, 3: 4})
+    w = ep.forgetting_window(batches, labels, [0, 1, 2, 3], dom)
+    forgets = [ep.forgetting(_curve(batches, labels, dom, 0, rise=r), w) for r in (0.02, 0.025, 0.03)]
+    flat = [ep.forgetting(_curve(batches, labels, dom, 0, rise=r), w) for r in (0.0, 0.005, 0.01)]
+    r = np.array([1.50, 1.52, 1.49])
+    nomix = r + [0.10, 0.12, 0.11]
+    assert V.k2(nomix, r, forgets)["holds"]                            # 0.08-0.12 nats >= 0.05
+    assert not V.k2(nomix, r, flat)["holds"]                           # <= 0.04 nats
+    e = np.array([1.45, 1.47, 1.44])
+    assert V.c3(e, nomix, flat, forgets)["holds"]                       # mixing: less loss, less forgetting
+    out = V.c3(e, nomix, forgets, flat)                                  # mixing forgets more
+    assert out["holds"] is False and out["inconclusive"] is None
+
+
 # ----------------------------------------------------------------------------- verdicts
 
 ENT = {d: 2.0 for d in ep.DOMAINS}

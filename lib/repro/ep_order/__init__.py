@@ -12,8 +12,8 @@ model), ``experiments`` (the paired seeds), ``plots``, ``verdicts`` (CLAIMS, CON
 from . import verdicts
 from .cluster import adjusted_rand_index, dominant_domain, kmeans, purity
 from .config import ABLATIONS, Config
-from .experiments import (CLUSTERED, METHODS, Experiment, SeedSetup, k_sweep, minilm_purity, prepare_seed,
-                          run_experiment, run_method)
+from .experiments import (CLUSTERED, METHODS, Experiment, SeedSetup, forgetting, forgetting_window, k_sweep,
+                          minilm_purity, prepare_seed, run_experiment, run_method)
 from .model import (Batch, CharGPT, MiniLM, MiniLMMissing, embed_samples, evaluate, exact_match, greedy_response,
                     minilm_embed, n_params, per_sample_loss, response_loss, sft_loss, token_nll)
 from .ordering import (HAVE_KERNEL, centroid_distances, curriculum_order, domain_blocked_order, ep_keys, ep_order,
@@ -35,5 +35,5 @@ __all__ = [
     "proximity_path", "random_path_lengths", "ep_keys", "ep_order", "random_order", "curriculum_order",
     "domain_blocked_order",
     "train_it", "lr_at", "batches_of", "domain_grad_cosines", "load_or_train_base",
-    "Experiment", "SeedSetup", "run_experiment", "prepare_seed", "run_method", "k_sweep", "minilm_purity",
+    "Experiment", "SeedSetup", "forgetting_window", "forgetting", "run_experiment", "prepare_seed", "run_method", "k_sweep", "minilm_purity",
 ]

@@ -60,7 +60,8 @@ class Config(BaseConfig):
     n_random_paths: int = knob(100, ge=2, le=10_000, doc="random cluster orders of control K3's yardstick")
     minilm_samples: int = knob(350, ge=0, le=20_000, doc="samples of the first seed embedded with MiniLM for its "
                                                          "purity (0: skip)")
-    eval_every: int = knob(20, ge=1, le=10_000, doc="steps between evaluations of the forgetting curve")
+    eval_every: int = knob(20, ge=1, le=10_000, doc="steps between evaluations of the drawn forgetting curve "
+                                                       "(forgetting itself is evaluated at its exact window steps)")
 
     def check(self) -> None:
         if self.d_model % 4:

@@ -19,7 +19,7 @@ from .model import CharGPT, MiniLM, embed_samples, evaluate, per_sample_loss
 from .ordering import (curriculum_order, domain_blocked_order, ep_order, path_length, proximity_path,
                        random_order, random_path_lengths)
 from .tasks import DOMAINS, make_dataset
-from .train import clone, domain_grad_cosines, load_or_train_base, train_it
+from .train import batches_of, clone, domain_grad_cosines, load_or_train_base, train_it
 
 #: every ordering, main arms first
 METHODS = ("random", "ep_order", "no_mix", "random_cluster_order", "curriculum", "domain_blocked")
@@ -138,19 +138,61 @@ def epoch_orders(method: str, setup: SeedSetup, cfg, i: int) -> tuple[list[np.nd
     raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
 
 
+def forgetting_window(batches, labels, path, cluster_domain, first_batch: int = 0) -> dict:
+    """The steps between which the forgetting of the first-visited cluster is measured (C3, K2).
+
+    Forgetting of the first cluster = the rise of the held-out loss of its dominant domain ``d`` from the end of
+    its block to the last step before the next block that contains samples of ``d`` (or to the end of training
+    when no later block does): loss(``end``) − loss(``start``). A later block of the same domain retrains it, and
+    relearning is not absence of forgetting, so the window stops there.
+
+    * Blocks are the cluster stretches along ``path``; a block contains samples of ``d`` when its cluster's
+      dominant domain (``cluster_domain[c]``) is ``d``. The first cluster's block is extended over the clusters
+      that follow it directly with the same dominant domain (a domain usually owns two or three neighbouring
+      clusters on a proximity path; the loss cannot rise while its own samples are still being trained).
+    * ``start``: the step after the last batch, from batch ``first_batch`` on (the last epoch's first batch),
+      that holds a sample of that first block (with mixed regions, its last mixed sample; the card's risks).
+    * ``end``: the step before the first later batch that holds a sample of the next cluster of domain ``d``
+      along the path; the last step of training if there is none.
+
+    Steps count updates (step s = after s batches; step 0 = before training), as ``train_it``'s probes do.
+    Returns ``domain``, ``clusters`` (the first block's), ``sibling`` (the next cluster of ``d`` or None),
+    ``start``, ``end`` and ``total``.
+    """
+    labels = np.asarray(labels)
+    path = [int(c) for c in path]
+    dom = [int(cluster_domain[c]) for c in path]
+    d = dom[0]
+    r = 1
+    while r < len(path) and dom[r] == d:
+        r += 1
+    first = path[:r]
+    sibling = next((c for c, dc in zip(path[r:], dom[r:]) if dc == d), None)
+    in_first = np.isin(labels, first)
+    last = first_batch
+    for k in range(first_batch, len(batches)):
+        if in_first[np.asarray(batches[k])].any():
+            last = k
+    start, end = last + 1, len(batches)
+    if sibling is not None:
+        for k in range(last + 1, len(batches)):
+            if (labels[np.asarray(batches[k])] == sibling).any():
+                end = k
+                break
+    return {"domain": d, "clusters": first, "sibling": sibling, "start": start, "end": end, "total": len(batches)}
+
+
+def forgetting(loss_at, window: dict) -> float:
+    """loss(end) − loss(start) of :func:`forgetting_window`'s ``window``; ``loss_at`` maps steps to losses."""
+    return float(loss_at[window["end"]] - loss_at[window["start"]])
+
+
 def _forgetting_plan(orders, path, setup: SeedSetup, cfg) -> dict:
-    """First-visited cluster, its dominant domain, and the last step of the last epoch that contains one of its
-    samples (the card's risks: evaluate there, not on a coarse grid)."""
-    c0 = int(path[0])
-    members = setup.labels == c0
+    """:func:`forgetting_window` of a clustered run, searched in its last epoch."""
+    cdom = {c: dominant_domain(setup.labels, setup.domains, c) for c in range(len(setup.centroids))}
     per_epoch = len(setup.train) // cfg.batch_size
-    last_order = orders[-1]
-    last_step = 0
-    for k in range(per_epoch):
-        if members[last_order[k * cfg.batch_size:(k + 1) * cfg.batch_size]].any():
-            last_step = k
-    return {"cluster": c0, "domain": dominant_domain(setup.labels, setup.domains, c0),
-            "block_end_step": (cfg.epochs - 1) * per_epoch + last_step + 1, "total": cfg.epochs * per_epoch}
+    return forgetting_window(batches_of(orders, cfg.batch_size), setup.labels, path, cdom,
+                             first_batch=(cfg.epochs - 1) * per_epoch)
 
 
 def run_method(method: str, base: CharGPT, setup: SeedSetup, cfg, i: int) -> dict:
@@ -162,7 +204,7 @@ def run_method(method: str, base: CharGPT, setup: SeedSetup, cfg, i: int) -> dic
     if path is not None:
         plan = _forgetting_plan(orders, path, setup, cfg)
         dom_eval = [x for x in setup.eval if x["domain"] == DOMAINS[plan["domain"]]]
-        probe_steps = sorted({*range(0, total + 1, cfg.eval_every), plan["block_end_step"], total})
+        probe_steps = sorted({*range(0, total + 1, cfg.eval_every), plan["start"], plan["end"], total})
         probe = lambda m, step: evaluate(m, dom_eval)["loss"][DOMAINS[plan["domain"]]]  # noqa: E731
     elif method == "random":
         grng = np.random.default_rng([cfg.seed, i, 4])
@@ -175,9 +217,9 @@ def run_method(method: str, base: CharGPT, setup: SeedSetup, cfg, i: int) -> dic
     out = {"history": hist, "eval": ev, "path": path, "grad_cos_mean": float(np.nanmean(gc)),
            "train_cpu_s": hist["train_cpu_s"], "mean_loss": float(np.mean(list(ev["loss"].values())))}
     if plan is not None:
-        at_block, at_end = hist["probes"][plan["block_end_step"]], hist["probes"][total]
-        out.update(forget=plan, forgetting=float(at_end - at_block), first_loss_block=float(at_block),
-                   first_loss_end=float(at_end))
+        out.update(forget=plan, forgetting=forgetting(hist["probes"], plan),
+                   first_loss_block=float(hist["probes"][plan["start"]]),
+                   first_loss_end=float(hist["probes"][plan["end"]]))
     if method == "random":
         out["k4"] = hist["probes"][total // 2]
     return out

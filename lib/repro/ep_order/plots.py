@@ -94,8 +94,10 @@ def grad_cos_panel(ax: plt.Axes, exp: Experiment, methods: Sequence[str] = ("ran
 
 def forgetting_panel(ax: plt.Axes, exp: Experiment, seed: int,
                      methods: Sequence[str] = ("ep_order", "no_mix", "random_cluster_order")) -> None:
-    """Held-out loss on the first-visited cluster's dominant domain during training; a marker at the last step
-    of the last epoch that contains one of that cluster's samples."""
+    """Held-out loss on the first-visited cluster's dominant domain during training (the eval grid, plus the
+    window's exact steps). Each run's forgetting window is marked: a dot at the end of the first block (start), a
+    square at the last step before the next block of that domain or at the end of training (end), joined by a
+    thick segment whose rise is the forgetting; the window of no-mix is shaded."""
     for m in methods:
         r = exp.runs.get((m, seed))
         if r is None or "forget" not in r:
@@ -103,14 +105,20 @@ def forgetting_panel(ax: plt.Axes, exp: Experiment, seed: int,
         pr = r["history"]["probes"]
         steps = sorted(pr)
         c = style.color(m)
-        ax.plot(steps, [pr[s] for s in steps], color=c, marker=None,
-                label=f"{label(m)}: {DOMAINS[r['forget']['domain']]}")
-        b = r["forget"]["block_end_step"]
-        ax.plot([b], [pr[b]], "o", color=c)
+        w = r["forget"]
+        ax.plot(steps, [pr[s] for s in steps], color=c, marker=None, lw=1, alpha=0.8)
+        a, b = w["start"], w["end"]
+        ax.plot([a, b], [pr[a], pr[b]], color=c, lw=3, marker=None,
+                label=f"{label(m)}: {DOMAINS[w['domain']]}, forgetting {r['forgetting']:+.3f}")
+        ax.plot([a], [pr[a]], "o", color=c, ms=7)
+        ax.plot([b], [pr[b]], "s", color=c, ms=7)
+        if m == "no_mix":
+            ax.axvspan(a, b, color=c, alpha=0.08, lw=0)
     ax.set_xlabel("training step")
     ax.set_ylabel("held-out loss of the first cluster's domain (nats)")
-    ax.set_title(f"Forgetting of the first cluster, seed {seed} (dot: its last batch)")
-    ax.legend()
+    ax.set_title(f"Forgetting of the first cluster, seed {seed}\n(dot: end of its block; square: last step before "
+                 "the next block of its domain, or the end)")
+    ax.legend(fontsize="small")
 
 
 def per_domain_panel(ax: plt.Axes, exp: Experiment, methods: Sequence[str], seeds=None) -> None:

@@ -18,6 +18,11 @@ Rules (card, *Claims* and *Controls and risks*; CONTRIBUTING, *Seed-count rules 
   only domains that pass K1's per-domain condition. C6 compares CPU times; the smoke profile's few steps are timing
   noise, so it is inconclusive there.
 * Fewer than ``min_seeds`` paired seeds: every comparative claim is inconclusive.
+* Forgetting (K2, C3), one definition everywhere: the rise of the held-out loss of the first-visited cluster's
+  dominant domain from the end of its block in the last epoch to the last step before the next block that
+  contains samples of that domain (or to the end of training if there is none), each evaluated at exactly those
+  steps of each run (:func:`repro.ep_order.experiments.forgetting_window`). A later block of the same domain
+  retrains it; relearning is not absence of forgetting, so the window ends before it.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ THRESHOLDS = {
     "K1_max_entropy_frac": 0.8,   # random shuffle's loss <= 0.8 × the domain's response-character unigram entropy
     "K1_min_domains": 5,          # ... on >= 5 of 7 domains
     "K2_min_diff": 0.03,          # |no-mix − random| >= 0.03 nats with the paired CI excluding 0
-    "K2_min_forgetting": 0.05,    # no-mix: first cluster's domain loss rises >= 0.05 nats after its block
+    "K2_min_forgetting": 0.05,    # no-mix: first cluster's domain loss rises >= 0.05 nats after its block (C3's window)
     "K3_min_purity": 0.8,         # cluster purity vs the true domain (every seed)
     "K3_max_path_ratio": 0.8,     # path length <= 0.8 × the mean over random cluster orders (every seed)
     "K4_min_gap": 0.1,            # mid-training gradient cosine: same-domain minus different-domain pairs
@@ -52,8 +57,9 @@ CLAIMS = {
     "C2": "Breadth: EP-Order's loss is <= 1.02 × random shuffle's (or within +0.02 nats, whichever is larger) on "
           ">= 5 of the 7 domains (mean over seeds; only domains that pass K1 count).",
     "C3": "Mixed regions: removing them (pure cluster blocks) raises mean loss and raises forgetting (increase of "
-          "held-out loss on the first-visited cluster's dominant domain between the end of its block in the last "
-          "epoch and the end of training) versus full EP-Order, in >= 2/3 of the ablation seeds (the card: 2 of 3).",
+          "held-out loss on the first-visited cluster's dominant domain from the end of its block in the last "
+          "epoch to the last step before the next block that contains samples of that domain, or to the end of "
+          "training if there is none) versus full EP-Order, in >= 2/3 of the ablation seeds (the card: 2 of 3).",
     "C4": "Proximity ordering matters: EP-Order beats the same clusters with mixed regions in a random cluster order "
           "(mean loss over the ablation seeds, paired).",
     "C5": "Mechanism, fewer conflicts: the mean cosine similarity between the last block's gradients of consecutive "
@@ -65,7 +71,8 @@ CONTROLS = {
     "K1": "Skills learned, not at the floor: random shuffle's response loss <= 0.8 × the domain's "
           "response-character unigram entropy on >= 5 of 7 domains.",
     "K2": "Order visibly matters: the paired 95 % CI of (no-mix − random) mean loss excludes 0 with |diff| >= 0.03 "
-          "nats, and in no-mix the first cluster's domain loss rises >= 0.05 nats after its block.",
+          "nats, and in no-mix the first cluster's domain loss rises >= 0.05 nats after its block (forgetting as in C3: "
+          "until the next block that contains samples of that domain, or the end of training).",
     "K3": "The path is a real ordering: cluster purity >= 0.8 and path length <= 0.8 × the mean over random "
           "cluster orders, at every seed.",
     "K4": "Conflict exists: mid-training, the last-block gradient cosine of same-domain batch pairs exceeds that of "
@@ -112,7 +119,10 @@ def k1(random_loss: Mapping[str, float], entropy: Mapping[str, float]) -> dict:
 
 
 def k2(nomix: Sequence[float], random: Sequence[float], nomix_forgetting: Sequence[float]) -> dict:
-    """Per ablation seed: mean loss of no-mix and of random shuffle, and no-mix's forgetting (nats)."""
+    """Per ablation seed: mean loss of no-mix and of random shuffle, and no-mix's forgetting (nats): the rise of
+    the first-visited cluster's domain loss from the end of its block to the last step before the next block that
+    contains samples of that domain, or to the end of training if there is none
+    (:func:`repro.ep_order.experiments.forgetting_window`)."""
     a, b, f = (np.asarray(x, float) for x in (nomix, random, nomix_forgetting))
     thr = (f"paired 95 % CI of no-mix − random excludes 0 with |diff| >= {T['K2_min_diff']} nats; "
            f"no-mix forgetting >= {T['K2_min_forgetting']} nats")
@@ -200,7 +210,10 @@ def c2(ep: Mapping[str, float], random: Mapping[str, float], passing: Sequence[s
 
 def c3(ep_loss: Sequence[float], nomix_loss: Sequence[float], ep_forget: Sequence[float],
        nomix_forget: Sequence[float]) -> dict:
-    """Per ablation seed: mean loss and forgetting (nats) of EP-Order and of no-mix."""
+    """Per ablation seed: mean loss and forgetting (nats) of EP-Order and of no-mix. Forgetting, in both runs: the
+    rise of the first-visited cluster's domain loss from the end of its block (the run's last batch holding one of
+    its samples) to the last step before the next block that contains samples of that domain, or to the end of
+    training if there is none (:func:`repro.ep_order.experiments.forgetting_window`)."""
     el, nl, ef, nf = (np.asarray(x, float) for x in (ep_loss, nomix_loss, ep_forget, nomix_forget))
     n = el.size
     need = math.ceil(T["C3_min_win_frac"] * n - 1e-9)
