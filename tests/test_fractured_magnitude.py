@@ -259,6 +259,31 @@ def test_k4_passes_and_fails():
     assert not V.k4(None)["holds"]
 
 
+def test_k5_passes_and_fails():
+    r = V.k5([1.0, 0.96, 0.99], [400, 900, 500], [True, True, True], 1500, 0.95, seeds=[0, 1, 2])
+    assert r["holds"] and r["numbers"]["ID acc per model"] == [1.0, 0.96, 0.99]
+    r = V.k5([1.0, 0.49, 1.0], [400, 1500, 500], [True, False, True], 1500, 0.95, seeds=[0, 1, 2])
+    assert not r["holds"] and "model seed 1: 49.0 %" in r["reason"] and "1500-step cap" in r["reason"]
+    assert not V.k5([0.89], [100], [True], 1500, 0.95)["holds"]
+
+
+def test_finetuning_stops_at_its_criterion(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
+    cfg = fm.Config.from_profile("smoke", text_steps=10, mm_steps=3, use_cache=False)
+    dec, _ = fm.pretrain_text(cfg)
+    _, info = fm.finetune_multimodal(cfg, dec, 0)          # the cap: checked at the last step, kept, reported
+    assert info["steps"] == 3 and info["history"]["step"] == [3]
+    assert info["criterion_met"] == (info["heldout_acc"] >= cfg.mm_target)
+    held = fm.train.image_heldout(cfg, cfg.vision_boundary)
+    assert held.n.min() == 0 and held.n.max() == cfg.vision_boundary and held.patches is not None
+    # a model that answers every held-out board right stops at the first check
+    monkeypatch.setattr(fm.train, "CHECK_EVERY", 2)
+    monkeypatch.setattr(fm.train, "generate_count", lambda model, b: (b.n.copy(), None))
+    _, info = fm.finetune_multimodal(fm.Config.from_profile("smoke", text_steps=10, mm_steps=10, use_cache=False),
+                                     dec, 0)
+    assert info["steps"] == 2 and info["criterion_met"] and info["heldout_acc"] == 1.0
+
+
 def test_c1_holds_and_fails():
     assert V.c1([0.99, 0.98, 0.97], [0.02, 0.0, 0.2], [0.0] * 3, [1.0] * 3)["holds"]   # 2 of 3 seeds suffice
     assert not V.c1([0.99, 0.98, 0.97], [0.02, 0.3, 0.2], [0.0] * 3, [1.0] * 3)["holds"]
@@ -303,4 +328,4 @@ def test_c6_holds_fails_and_needs_the_control_run():
 
 def test_claims_and_controls_ids():
     assert list(V.CLAIMS) == ["C1", "C2", "C3", "C4", "C5a", "C5b", "C6"]
-    assert list(V.CONTROLS) == ["K1", "K2", "K3", "K4"]
+    assert list(V.CONTROLS) == ["K1", "K2", "K3", "K4", "K5"]

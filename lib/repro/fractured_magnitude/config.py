@@ -31,7 +31,9 @@ class Config(BaseConfig):
     text_steps: int = knob(2500, ge=10, le=20_000, doc="cap on text pre-training steps (stops at the criterion)")
     text_target: float = knob(0.95, gt=0, le=1, doc="criterion: held-out text NUM and EQ accuracy to stop at")
     text_lr: float = knob(2e-3, gt=0, le=0.1, doc="AdamW lr of the text pre-training (the repo's), 100 warm-up steps")
-    mm_steps: int = knob(700, ge=1, le=20_000, doc="multimodal fine-tuning steps (image batch + text batch)")
+    mm_steps: int = knob(2000, ge=1, le=20_000, doc="cap on multimodal fine-tuning steps (image batch + text "
+                                                    "batch; stops at the criterion)")
+    mm_target: float = knob(0.95, gt=0, le=1, doc="criterion: held-out exact count on the training boards to stop at")
     lr_vision: float = knob(1e-3, gt=0, le=0.1, doc="lr of the vision encoder")
     lr_projector: float = knob(1e-3, gt=0, le=0.1, doc="lr of the projector (the repo's 1e-5; our decision)")
     lr_decoder: float = knob(1e-5, ge=0, le=0.1, doc="lr of the decoder during fine-tuning (nearly frozen)")

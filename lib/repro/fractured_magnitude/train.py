@@ -7,7 +7,10 @@ fields that shape it and of this package's source (a fresh clone trains them; no
    shared by every fine-tuning seed, like the paper's single LM.
 2. :func:`finetune_multimodal` — per seed: a fresh vision encoder and projector; each step is one image batch
    (NUM or EQ, alternating, boards 0..``max_board``) plus one text batch (0..text_boundary), parameter groups
-   vision / projector / decoder at ``lr_vision`` / ``lr_projector`` / ``lr_decoder`` (the decoder nearly frozen).
+   vision / projector / decoder at ``lr_vision`` / ``lr_projector`` / ``lr_decoder`` (the decoder nearly frozen),
+   50 warm-up steps then constant, *to a criterion* like the text stage: held-out image NUM exact-count accuracy
+   on boards 0..``max_board`` >= ``mm_target`` (checked every 100 steps), capped at ``mm_steps``. A model that
+   reaches the cap without the criterion is kept and reported (control K5 fails), never dropped or re-seeded.
 3. :func:`train_unified` — the C6 control: decoder frozen, only the vision side and the per-patch head train,
    on the same image NUM batches (``control_tasks="num"``; with the EQ batches interleaved its head collapsed onto
    one letter for every patch in two of three pilot seeds).
@@ -48,8 +51,8 @@ def batch_loss(model, batch: Batch) -> torch.Tensor:
 
 
 _CODE = {"text": ("batch_loss", "text_eval_sets", "text_accuracy", "pretrain_text", "Decoder", "_stack"),
-         "vlm": ("batch_loss", "warmup_cosine", "_image_batch", "_text_batch", "lr_groups", "finetune_multimodal",
-                 "Decoder", "_stack", "PatchViT", "TinyVLM"),
+         "vlm": ("batch_loss", "warmup_constant", "_image_batch", "_text_batch", "lr_groups", "image_heldout",
+                 "finetune_multimodal", "Decoder", "_stack", "PatchViT", "TinyVLM"),
          "unified": ("batch_loss", "warmup_cosine", "_image_batch", "train_unified", "Decoder", "_stack", "PatchViT",
                      "TinyVLM", "UnifiedSpaceVLM")}
 
@@ -168,12 +171,31 @@ def lr_groups(model: TinyVLM, cfg) -> list[dict]:
 
 def _mm_fields(cfg, seed: int, max_board: int) -> dict:
     return {**_text_fields(cfg), "seed": seed, "max_board": max_board,
-            **{k: getattr(cfg, k) for k in ("distractor_range", "mm_steps", "lr_vision", "lr_projector",
+            **{k: getattr(cfg, k) for k in ("distractor_range", "mm_steps", "mm_target", "lr_vision", "lr_projector",
                                             "lr_decoder")}}
 
 
+CHECK_EVERY = 100      # steps between two checks of a training criterion (text and image stages)
+MM_WARMUP = 50
+
+
+def warmup_constant(opt: torch.optim.Optimizer, warmup: int = MM_WARMUP):
+    """Linear warm-up over ``warmup`` steps, then the peak lr (the run stops at a criterion, not a fixed step)."""
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup))
+
+
+def image_heldout(cfg, max_board: int, per_count: int = 20, seed: int = 54321) -> Batch:
+    """Held-out image NUM boards for the fine-tuning criterion: ``per_count`` boards per count 0..max_board, drawn
+    from their own generator (not the training stream, not the chapter's evaluation sets)."""
+    rng = np.random.default_rng([seed, max_board])
+    return num_batch(np.repeat(np.arange(max_board + 1), per_count), "image", rng, cfg.board_size,
+                     cfg.distractor_range)
+
+
 def finetune_multimodal(cfg, text_decoder: Decoder, seed: int, max_board: int | None = None) -> tuple[TinyVLM, dict]:
-    """The VLM of one seed (cached): boards 0..``max_board`` (default: the vision boundary)."""
+    """The VLM of one seed (cached): boards 0..``max_board`` (default: the vision boundary), trained until its
+    held-out exact count on 0..``max_board`` reaches ``mm_target`` or ``mm_steps`` steps have run. ``info``: steps
+    run, whether the criterion was met, the held-out accuracy history, the training loss."""
     max_board = cfg.vision_boundary if max_board is None else max_board
 
     def train():
@@ -183,8 +205,10 @@ def finetune_multimodal(cfg, text_decoder: Decoder, seed: int, max_board: int | 
         torch.manual_seed(seed)
         nn.init.xavier_uniform_(model.proj.weight), nn.init.zeros_(model.proj.bias)
         opt = torch.optim.AdamW(lr_groups(model, cfg))
-        sched = warmup_cosine(opt, cfg.mm_steps)
-        losses = []
+        sched = warmup_constant(opt)
+        held = image_heldout(cfg, max_board)
+        hist = {"step": [], "acc": []}
+        losses, step = [], 0
         for step in range(1, cfg.mm_steps + 1):
             model.train()
             loss = batch_loss(model, _image_batch(step, cfg, max_board, rng)) + batch_loss(model, _text_batch(step, cfg, rng))
@@ -194,7 +218,13 @@ def finetune_multimodal(cfg, text_decoder: Decoder, seed: int, max_board: int | 
             opt.step()
             sched.step()
             losses.append(float(loss.detach()))
-        return model, {"loss": losses}
+            if step % CHECK_EVERY == 0 or step == cfg.mm_steps:
+                pred, _ = generate_count(model, held)
+                hist["step"].append(step), hist["acc"].append(float((pred == held.n).mean()))
+                if hist["acc"][-1] >= cfg.mm_target:
+                    break
+        return model, {"loss": losses, "steps": step, "history": hist, "heldout_acc": hist["acc"][-1],
+                       "criterion_met": bool(hist["acc"][-1] >= cfg.mm_target)}
     return _cached(cfg, "vlm", _mm_fields(cfg, seed, max_board), train)
 
 
@@ -239,7 +269,7 @@ def train_unified(cfg, text_decoder: Decoder, seed: int) -> tuple[UnifiedSpaceVL
             if final < CONVERGED_LOSS:
                 break
         return best[0], {"loss": best[1], "restart_finals": finals}
-    return _cached(cfg, "unified", {**_mm_fields(cfg, seed, cfg.vision_boundary),
-                                    "control_steps": cfg.control_steps, "control_lr": cfg.control_lr,
+    return _cached(cfg, "unified", {**_text_fields(cfg), "seed": seed, "max_board": cfg.vision_boundary,
+                                    "distractor_range": cfg.distractor_range, "control_steps": cfg.control_steps, "control_lr": cfg.control_lr,
                                     "control_tasks": cfg.control_tasks, "control_restarts": cfg.control_restarts},
                    train)

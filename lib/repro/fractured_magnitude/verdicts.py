@@ -9,6 +9,8 @@ A claim about the fine-tuned VLM "holds" when its condition is true for the mean
   numbers include the untrained floors (raw pixels, random-init encoder) that qualify C2 and C3.
 * K3 — C5b's map can extrapolate when the space is unified (gates C5b).
 * K4 — the unified-space control's patch head classifies patches (gates C6).
+* K5 — every fine-tuned VLM learned its training range (held-out ID exact count >= 90 % per model seed; gates
+  every claim read from the fine-tuned VLMs: C1-C5b. C6 reads the unified control, whose training K4 checks).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ THRESHOLDS = {
     "K2_shuffled": 0.60,     # balanced patch accuracy of the shuffled-label probe must fall below this
     "K3_within": 0.70,       # C5b's pipeline decodes VX within ±2 for the unified control and for text
     "K4_head": 0.995,        # unified control's patch-head accuracy, every regime
+    "K5_id": 0.90,           # every fine-tuned VLM: held-out exact count on ID boards
     "C1_id": 0.90, "C1_vx": 0.10, "C1_fx": 0.15, "C1_text": 0.90,
     "C2_count": 0.90, "C2_patch": 0.997,
     "C3_mae": 2.0,
@@ -63,6 +66,8 @@ CONTROLS = {
           "text states (map fitted on text ID states).",
     "K4": "The unified-space control's patch head is accurate: patch-head accuracy ('c' iff black) >= 99.5 % in "
           "every regime and seed.",
+    "K5": "Every fine-tuned VLM learned its training range: held-out ID exact-count accuracy >= 90 % for each "
+          "model seed (a claim about the VLMs must not average an under-trained model with trained ones).",
 }
 
 
@@ -166,6 +171,24 @@ def k4(head_acc: Sequence[dict] | None) -> dict:
                 numbers={f"min head acc {r}": v for r, v in mins.items()},
                 reason=f"the patch head is below {100 * t:.1f} % in {', '.join(low)}: the control's image does "
                        "not reach the decoder as a string of letters")
+
+
+def k5(id_acc: Sequence[float], steps: Sequence[int], criterion_met: Sequence[bool], cap: int, target: float,
+       seeds: Sequence[int] | None = None) -> dict:
+    """Per model seed: exact-count accuracy on the (held-out) ID evaluation boards, the fine-tuning steps run and
+    whether the training criterion (``target`` on the training boards' held-out set, at most ``cap`` steps) was
+    met."""
+    t = T["K5_id"]
+    seeds = list(range(len(id_acc))) if seeds is None else list(seeds)
+    nums = {"ID acc per model": [float(x) for x in id_acc], "min ID acc": float(np.min(id_acc)),
+            "fine-tuning steps per model": [int(x) for x in steps],
+            "criterion met per model": [bool(x) for x in criterion_met], "model seeds": [int(s) for s in seeds]}
+    low = [f"model seed {s}: {_pct(a)} after {k} steps" + ("" if c else f" (the {_pct(target)} criterion was "
+           f"not met within the {cap}-step cap)") for s, a, k, c in zip(seeds, id_acc, steps, criterion_met) if a < t]
+    return dict(holds=not low, threshold=f"held-out ID exact count >= {_pct(t)} for every model seed",
+                numbers=nums,
+                reason=(f"{len(low)} of {len(seeds)} fine-tuned VLMs did not learn their training range "
+                        f"(< {_pct(t)} on ID boards): {'; '.join(low)}"))
 
 
 # ----------------------------------------------------------------------------- claims
