@@ -204,29 +204,50 @@ def test_cnn_heads():
 # ----------------------------------------------------------------------------- optimizers
 
 @pytest.mark.parametrize("name", ["sgdm", "adamw"])
-def test_harm_with_zero_alpha_reproduces_torch(name):
+@pytest.mark.parametrize("clip", [0.0, 0.05])
+def test_harm_with_zero_alpha_reproduces_torch(name, clip):
     torch.manual_seed(0)
     a = ho.MLP(64, 32)
     b = copy.deepcopy(a)
-    hp = {"lr": 0.05 if name == "sgdm" else 1e-3, "weight_decay": 5e-4 if name == "sgdm" else 1e-2, "momentum": 0.9}
+    hp = {"lr": 0.05 if name == "sgdm" else 1e-3, "weight_decay": 5e-4 if name == "sgdm" else 1e-2, "momentum": 0.9,
+          "clip": clip}
     oa = ho.make_optimizer(name, a, hp)
     ob = ho.make_optimizer(f"harm_{name}", b, hp, force_zero_alpha=True)
     g = torch.Generator().manual_seed(0)
+    clipped = 0
     for t in range(10):
         x, y = torch.randn(16, 64, generator=g), torch.randint(0, 10, (16,), generator=g)
         lr = hp["lr"] * (1 - t / 20)
-        oa.step_batch(x, y, lr)
-        ob.step_batch(x, y, lr)
+        ia = oa.step_batch(x, y, lr)
+        ib = ob.step_batch(x, y, lr)
+        assert ia.extra["clipped"] == ib.extra["clipped"]
+        clipped += ia.extra["clipped"]
+    assert (clipped > 0) == (clip > 0)
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.allclose(p, q, atol=1e-6)
+
+
+def test_clipping_matches_torch_clip_grad_norm():
+    torch.manual_seed(0)
+    a = ho.MLP(64, 32)
+    b = copy.deepcopy(a)
+    x, y = torch.randn(16, 64), torch.randint(0, 10, (16,))
+    ho.make_optimizer("sgdm", a, {"lr": 0.1, "weight_decay": 0.0, "momentum": 0.9, "clip": 0.05}).step_batch(x, y)
+    opt = torch.optim.SGD(b.parameters(), lr=0.1, momentum=0.9)
+    torch.nn.functional.cross_entropy(b(x), y).backward()
+    torch.nn.utils.clip_grad_norm_(b.parameters(), 0.05)
+    opt.step()
     for p, q in zip(a.parameters(), b.parameters()):
         assert torch.allclose(p, q, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["harm_sgdm", "harm_adamw"])
 @pytest.mark.parametrize("in_state", [False, True])
-def test_harm_step_reduces_last_layer_violations(name, in_state):
+@pytest.mark.parametrize("clip", [0.0, 0.05])
+def test_harm_step_reduces_last_layer_violations(name, in_state, clip):
     torch.manual_seed(0)
     model = ho.MLP(64, 32)
-    opt = ho.make_optimizer(name, model, {"lr": 0.05 if "sgdm" in name else 1e-3, "weight_decay": 1e-3},
+    opt = ho.make_optimizer(name, model, {"lr": 0.05 if "sgdm" in name else 1e-3, "weight_decay": 1e-3, "clip": clip},
                             qp_iters=50, correction_in_state=in_state)
     g = torch.Generator().manual_seed(0)
     tb = ta = 0

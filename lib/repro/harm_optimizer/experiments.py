@@ -48,6 +48,7 @@ class RunResult:
     alpha_nonzero: list = field(default_factory=list)
     alpha_mean: list = field(default_factory=list)
     cap_bound: int = 0
+    clipped: int = 0
     viol_before: int = 0
     viol_after: int = 0
     test_acc: float = float("nan")
@@ -69,6 +70,7 @@ class RunResult:
                 "step_ms_median": float(np.median(self.step_ms)) if self.step_ms else float("nan"),
                 "alpha_nonzero": float(np.mean(self.alpha_nonzero)) if self.alpha_nonzero else float("nan"),
                 "cap_bound_frac": self.cap_bound / self.steps if self.alpha_nonzero else float("nan"),
+                "clip_frac": self.clipped / max(len(self.step_ms), 1),
                 "viol_before": self.viol_before, "viol_after": self.viol_after, "diverged": self.diverged}
 
 
@@ -105,7 +107,7 @@ def evaluate(model, x, y, chunk: int = 2048) -> tuple[float, float]:
 def hparams(cfg: Config, dataset: str, opt: str, lrs: dict | None = None) -> dict:
     base = opt.replace("harm_", "")
     lr = (lrs or {}).get((dataset, opt)) or getattr(cfg, f"lr_{base}_{dataset}")
-    return {"lr": lr, "momentum": cfg.momentum,
+    return {"lr": lr, "momentum": cfg.momentum, "clip": cfg.clip_norm,
             "weight_decay": cfg.wd_sgdm if base == "sgdm" else cfg.wd_adamw}
 
 
@@ -141,6 +143,7 @@ def train_run(split: Split, opt_name: str, seed: int, steps: int, hp: dict, batc
         t0 = time.thread_time()
         info = opt.step_batch(x, y, cosine_lr(hp["lr"], t, steps))
         res.step_ms.append(1e3 * (time.thread_time() - t0))
+        res.clipped += int(info.extra.get("clipped", False))
         if not torch.isfinite(info.losses).all():
             res.diverged = True
             break
@@ -308,7 +311,8 @@ def _time_steps(make_model, opt_name: str, kw: dict, x, y, hp, n: int, seed: int
 def timing_sweep(cfg: Config, splits: dict[str, Split]) -> pd.DataFrame:
     """Median CPU ms per step (``time.thread_time``, one thread) of each optimizer as the MLP width and the
     MNIST-1D input length grow (B fixed), in two interleaved repeats. Measurement forwards are not part of
-    ``step_batch``."""
+    ``step_batch``. Gradient clipping is off here for every method (it adds one norm over the gradient, the
+    same for X and Harm-X, and would give the in-state variant a second backward pass)."""
     rows = []
     dig = splits.get("digits") or load("digits")
     B = cfg.batch_size
@@ -326,6 +330,7 @@ def timing_sweep(cfg: Config, splits: dict[str, Split]) -> pd.DataFrame:
                 if base not in cfg.pairs:
                     continue
                 hp = hparams(cfg, ds, base)
+                hp["clip"] = 0.0        # timing only: keeps the one-backward in-state variant one backward
                 kw2 = harm_kwargs(cfg, **kw) if name.startswith("harm") else {}
                 ms = 1e3 * _time_steps(mk, name, kw2, x, y, hp, cfg.timing_steps, run_seed(cfg, 0))
                 rows.append({"axis": axis, "size": val, "optimizer": name, "repeat": rep, "ms": ms})

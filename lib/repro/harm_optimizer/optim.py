@@ -18,7 +18,16 @@ Where the correction goes (``correction_in_state``):
   correction reaches the step with unit weight, and ḡ alone into v. Only the last-layer cap applies here
   (Harm-SGDM never sees Gᵀα apart from ḡ).
 
-With α ≡ 0 both reproduce ``torch.optim.SGD(momentum, weight_decay)`` and ``torch.optim.AdamW`` (tested).
+Gradient-norm clipping (``clip``, the same for X and Harm-X): the mini-batch mean gradient ḡ is rescaled to
+norm <= ``clip`` over the whole network before it enters the optimizer (``torch.nn.utils.clip_grad_norm_``'s
+rule, factor f = min(1, clip / (‖ḡ‖ + 1e-6))). Harm-X clips ḡ with the same factor, so its d_opt is exactly
+X's proposed step; the per-sample gradients in K and c are left as they are (the correction Gᵀα does not
+depend on their scale: scaling G by s scales α by 1/s), and the correction is bounded by the caps. Clipping
+needs ‖ḡ‖ before the QP, so Harm-X computes ḡ's backward first; with ``clip > 0`` the ``correction_in_state``
+variant therefore also takes two backward passes.
+
+With α ≡ 0 both reproduce ``torch.optim.SGD(momentum, weight_decay)`` and ``torch.optim.AdamW`` (tested),
+with or without clipping.
 """
 from __future__ import annotations
 
@@ -81,6 +90,15 @@ def per_sample_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torc
     return torch.cat([g[k].reshape(x.shape[0], -1) for k in params], dim=1)
 
 
+def clip_factor(grads, clip: float) -> float:
+    """f = min(1, clip / (‖g‖ + 1e-6)) over all tensors of ``grads`` (1.0 when ``clip`` <= 0): the factor of
+    ``torch.nn.utils.clip_grad_norm_``."""
+    if clip <= 0:
+        return 1.0
+    n = math.sqrt(sum(float((g.double() * g.double()).sum()) for g in grads))
+    return min(1.0, clip / (n + 1e-6))
+
+
 def flat(tensors) -> torch.Tensor:
     return torch.cat([t.reshape(-1) for t in tensors])
 
@@ -91,12 +109,20 @@ class _Base:
     name = "base"
     harm = False
 
-    def __init__(self, model: nn.Module, lr: float, weight_decay: float) -> None:
+    def __init__(self, model: nn.Module, lr: float, weight_decay: float, clip: float = 0.0) -> None:
         self.model = model
         self.params = [p for p in model.parameters()]
         self.lr = lr
         self.wd = weight_decay
+        self.clip = float(clip)
         self.t = 0
+
+    def _mean_grad(self, losses: torch.Tensor, retain: bool) -> tuple[list, float]:
+        """ḡ = ∇ mean ℓ, clipped (see the module docstring), and the clip factor f."""
+        B = losses.shape[0]
+        g = self._grads(losses, torch.full((B,), 1.0 / B, dtype=losses.dtype), retain=retain)
+        f = clip_factor(g, self.clip)
+        return ([t * f for t in g] if f < 1.0 else g), f
 
     def _forward(self, x, y):
         h = self.model.features(x)
@@ -108,15 +134,11 @@ class _Base:
         """∇ Σ_i w_i ℓ_i: one backward pass with per-sample loss weights ``weights`` [B]."""
         return list(torch.autograd.grad(losses, self.params, grad_outputs=weights, retain_graph=retain))
 
-    def _two_grads(self, losses: torch.Tensor, logits: torch.Tensor, e: torch.Tensor,
-                   alpha: torch.Tensor) -> tuple[list, list]:
-        """ḡ = ∇ mean ℓ (through the loss, as ``torch.optim`` sees it) and Gᵀα = Σ_i α_i J_iᵀe_i (through the
-        logits, with the stable e_i of :func:`_errors`), from two backward passes through the same graph
-        (measured faster than one ``is_grads_batched`` pass on these models)."""
-        B = losses.shape[0]
-        gbar = self._grads(losses, torch.full((B,), 1.0 / B, dtype=losses.dtype), retain=True)
-        gcorr = list(torch.autograd.grad(logits, self.params, grad_outputs=(alpha[:, None] * e).to(logits.dtype)))
-        return gbar, gcorr
+    def _corr_grad(self, logits: torch.Tensor, e: torch.Tensor, alpha: torch.Tensor) -> list:
+        """Gᵀα = Σ_i α_i J_iᵀe_i (through the logits, with the stable e_i of :func:`_errors`): the second
+        backward pass through the graph whose first gave ḡ (two passes were measured faster than one
+        ``is_grads_batched`` pass on these models)."""
+        return list(torch.autograd.grad(logits, self.params, grad_outputs=(alpha[:, None] * e).to(logits.dtype)))
 
     def _cap_full(self, d_opt: list, corr: list, scale_of: list) -> tuple[list, bool]:
         """The card's risk note: a multiplier solved on the last layer also moves every other layer through
@@ -136,8 +158,8 @@ class TorchBaseline(_Base):
     harm = False
 
     def __init__(self, model, kind: str, lr: float, weight_decay: float, momentum: float = 0.9,
-                 betas=(0.9, 0.999), eps: float = 1e-8) -> None:
-        super().__init__(model, lr, weight_decay)
+                 betas=(0.9, 0.999), eps: float = 1e-8, clip: float = 0.0) -> None:
+        super().__init__(model, lr, weight_decay, clip)
         self.name = kind
         if kind == "sgdm":
             self.opt = torch.optim.SGD(self.params, lr=lr, momentum=momentum, weight_decay=weight_decay)
@@ -153,17 +175,23 @@ class TorchBaseline(_Base):
         _, _, losses = self._forward(x, y)
         self.opt.zero_grad(set_to_none=True)
         losses.mean().backward()
+        f = clip_factor([p.grad for p in self.params], self.clip)
+        if f < 1.0:
+            with torch.no_grad():
+                for p in self.params:
+                    p.grad.mul_(f)
         self.opt.step()
         self.t += 1
-        return StepInfo(losses.detach())
+        return StepInfo(losses.detach(), extra={"clipped": f < 1.0})
 
 
 class _Harm(_Base):
     harm = True
 
     def __init__(self, model, lr, weight_decay, qp_iters: int = 10, cap: float = 1.0, mode: str = "proxy",
-                 correction_in_state: bool = False, backend: str = "auto", force_zero_alpha: bool = False) -> None:
-        super().__init__(model, lr, weight_decay)
+                 correction_in_state: bool = False, backend: str = "auto", force_zero_alpha: bool = False,
+                 clip: float = 0.0) -> None:
+        super().__init__(model, lr, weight_decay, clip)
         if mode not in ("proxy", "exact"):
             raise ValueError(f"mode must be 'proxy' or 'exact'; got {mode!r}")
         self.qp_iters, self.cap, self.mode = qp_iters, cap, mode
@@ -239,19 +267,22 @@ class HarmSGDM(_Harm):
         B = x.shape[0]
         h, logits, losses = self._forward(x, y)
         b = self.beta if self.t > 0 else 0.0
+        one_bw = self.in_state and self.clip <= 0 and self.mode == "proxy"
+        f = 1.0
+        if not one_bw:                                            # ḡ first: its clip factor enters d_opt
+            gbar, f = self._mean_grad(losses, retain=self.mode == "proxy")
         with torch.no_grad():
             e = _errors(logits, y)                                  # float64, stable
             hb = qp.with_bias(h).double()
             if self.mode == "proxy":
                 W = torch.cat([self.head.weight, self.head.bias[:, None]], 1).double()
                 M = torch.cat([self.buf[self._iw], self.buf[self._ib][:, None]], 1).double()
-                D = b * M + self.wd * W + (e.T @ hb) / B            # head block of d_opt
+                D = b * M + self.wd * W + f * (e.T @ hb) / B        # head block of d_opt (ḡ clipped)
                 K = qp.lastlayer_gram(e, hb).double()
                 c = qp.lastlayer_c(e, hb, D).double()
                 dnorm = float(torch.linalg.matrix_norm(D))
                 gnorm = torch.linalg.vector_norm(e, dim=1) * torch.linalg.vector_norm(hb, dim=1)
         if self.mode == "exact":
-            gbar = self._grads(losses, torch.full((B,), 1.0 / B))
             with torch.no_grad():
                 d_opt = flat([b * m + g + self.wd * p for m, g, p in zip(self.buf, gbar, self.params)])
                 G, K, c = self._exact_problem(x, y, d_opt)
@@ -263,19 +294,22 @@ class HarmSGDM(_Harm):
         else:
             with torch.no_grad():
                 alpha, bound, vb, va, drop = self._solve(K, c, dnorm, gnorm, lr, dnorm)
-            if self.in_state:                                     # one backward of Σ(1/B + α_i)ℓ_i
+            if one_bw:                                            # one backward of Σ(1/B + α_i)ℓ_i
                 w = (alpha + 1.0 / B)[:, None] * e                 # through the logits, stable e_i
                 u = list(torch.autograd.grad(logits, self.params, grad_outputs=w.to(logits.dtype)))
                 self._update(u, [None] * len(u), lr)
-            else:                                                 # ḡ and Gᵀα, then the full-network cap
-                gbar, gcorr = self._two_grads(losses, logits, e, alpha)
+            elif self.in_state:                                   # clipped ḡ + Gᵀα into the momentum
+                gcorr = self._corr_grad(logits, e, alpha)
+                self._update([g + gc for g, gc in zip(gbar, gcorr)], [None] * len(gbar), lr)
+            else:                                                 # Gᵀα, then the full-network cap
+                gcorr = self._corr_grad(logits, e, alpha)
                 with torch.no_grad():
                     d_opt = [b * m + g + self.wd * p for m, g, p in zip(self.buf, gbar, self.params)]
                     gcorr, full = self._cap_full(d_opt, gcorr, gcorr)
                 bound = bound or full
                 self._update(gbar, gcorr, lr)
         self.t += 1
-        return StepInfo(losses.detach(), alpha, bound, vb, va, {"dropped": drop})
+        return StepInfo(losses.detach(), alpha, bound, vb, va, {"dropped": drop, "clipped": f < 1.0})
 
 
 class HarmAdamW(_Harm):
@@ -320,11 +354,12 @@ class HarmAdamW(_Harm):
         B = x.shape[0]
         t = self.t + 1
         h, logits, losses = self._forward(x, y)
+        gbar, f = self._mean_grad(losses, retain=self.mode == "proxy")   # ḡ first: its clip factor enters d_opt
         if self.mode == "proxy":
             with torch.no_grad():
                 e = _errors(logits, y)                                # float64, stable
                 hb = qp.with_bias(h).double()
-                gW = (e.T @ hb) / B                                   # ḡ on the head block, from the forward
+                gW = f * (e.T @ hb) / B                               # clipped ḡ on the head block
                 mW, PW = self._moments(gW[:, :-1], self._iw, t)
                 mb, Pb = self._moments(gW[:, -1], self._ib, t)
                 W = torch.cat([self.head.weight, self.head.bias[:, None]], 1).double()
@@ -335,7 +370,7 @@ class HarmAdamW(_Harm):
                 dnorm = float(torch.sqrt((P * D * D).sum()))          # ‖d_opt‖_P, the metric of K
                 gnorm = torch.linalg.vector_norm(e, dim=1) * torch.linalg.vector_norm(hb, dim=1)
                 alpha, bound, vb, va, drop = self._solve(K, c, dnorm, gnorm, lr, float(torch.linalg.matrix_norm(D)))
-            gbar, gcorr = self._two_grads(losses, logits, e, alpha)
+            gcorr = self._corr_grad(logits, e, alpha)
             if not self.in_state:
                 with torch.no_grad():
                     mom = [self._moments(g, i, t) for i, g in enumerate(gbar)]
@@ -343,7 +378,6 @@ class HarmAdamW(_Harm):
                     gcorr, full = self._cap_full(d_opt, [gc / P for gc, (_, P) in zip(gcorr, mom)], gcorr)
                 bound = bound or full
         else:
-            gbar = self._grads(losses, torch.full((B,), 1.0 / B))
             with torch.no_grad():
                 mom = [self._moments(g, i, t) for i, g in enumerate(gbar)]
                 Pf = flat([P for _, P in mom])
@@ -356,17 +390,20 @@ class HarmAdamW(_Harm):
                 gcorr = self._unflatten(G.T @ alpha.to(G.dtype))
         self._update(gbar, gcorr, lr, t)
         self.t = t
-        return StepInfo(losses.detach(), alpha, bound, vb, va, {"dropped": drop})
+        return StepInfo(losses.detach(), alpha, bound, vb, va, {"dropped": drop, "clipped": f < 1.0})
 
 
 def make_optimizer(name: str, model: nn.Module, hp: dict, **harm_kw):
-    """``name`` ∈ {sgdm, harm_sgdm, adamw, harm_adamw}; ``hp``: lr, momentum / betas, weight_decay."""
+    """``name`` ∈ {sgdm, harm_sgdm, adamw, harm_adamw}; ``hp``: lr, momentum / betas, weight_decay and clip
+    (gradient-norm clipping of ḡ, 0 = off; the same for X and Harm-X)."""
+    clip = hp.get("clip", 0.0)
     if name == "sgdm":
-        return TorchBaseline(model, "sgdm", hp["lr"], hp["weight_decay"], momentum=hp.get("momentum", 0.9))
+        return TorchBaseline(model, "sgdm", hp["lr"], hp["weight_decay"], momentum=hp.get("momentum", 0.9), clip=clip)
     if name == "adamw":
-        return TorchBaseline(model, "adamw", hp["lr"], hp["weight_decay"])
+        return TorchBaseline(model, "adamw", hp["lr"], hp["weight_decay"], clip=clip)
     if name == "harm_sgdm":
-        return HarmSGDM(model, hp["lr"], momentum=hp.get("momentum", 0.9), weight_decay=hp["weight_decay"], **harm_kw)
+        return HarmSGDM(model, hp["lr"], momentum=hp.get("momentum", 0.9), weight_decay=hp["weight_decay"],
+                        clip=clip, **harm_kw)
     if name == "harm_adamw":
-        return HarmAdamW(model, hp["lr"], weight_decay=hp["weight_decay"], **harm_kw)
+        return HarmAdamW(model, hp["lr"], weight_decay=hp["weight_decay"], clip=clip, **harm_kw)
     raise ValueError(f"unknown optimizer {name!r}")
