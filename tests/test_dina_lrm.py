@@ -183,6 +183,37 @@ def test_refl_readout_matches_euler_endpoint_for_constant_velocity():
         assert torch.allclose(full, noise - m.c, atol=1e-5)
 
 
+def _tiny_refl():
+    torch.manual_seed(0)
+    gen = flow.LatentFlowMLP(4, width=16, n_blocks=2)
+    lin = torch.nn.Linear(4, 1)
+    reward_a = lambda z, y: lin(z)[:, 0]
+    reward_b = lambda z, y: -(z ** 2).sum(1)
+    oracle = lambda z, y: z.sum(1)
+    ev = align.EvalSet.make(8, 4, seed=3)
+    return gen, reward_a, reward_b, oracle, ev
+
+
+def test_interleaved_refl_runs_equal_runs_on_their_own():
+    gen, ra, rb, oracle, ev = _tiny_refl()
+    kw = dict(batch=4, n_sample_steps=8, cfg_scale=1.5, log_every=2)
+    both = align.refl_train_interleaved(gen, {"a": (ra, ra), "b": (rb, rb)}, oracle, ev, 5, seed=7, **kw)
+    for k, fn in (("a", ra), ("b", rb)):
+        model, hist = align.refl_train(gen, fn, oracle, ev, 5, seed=7, **kw)
+        assert hist.steps == both[k][1].steps == [0, 2, 4, 5]
+        assert np.allclose(hist.oracle, both[k][1].oracle) and np.allclose(hist.rm, both[k][1].rm)
+        assert len(both[k][1].step_cpu) == 5 and all(t > 0 for t in both[k][1].step_cpu)
+        for p, q in zip(model.parameters(), both[k][0].parameters()):
+            assert torch.equal(p, q)
+
+
+def test_time_refl_steps_returns_one_best_time_per_timed_step():
+    gen, ra, rb, _, _ = _tiny_refl()
+    t = align.time_refl_steps(gen, {"a": ra, "b": rb}, n_steps=3, repeats=2, seed=1, batch=4, n_sample_steps=8,
+                              warmup=1)
+    assert set(t) == {"a", "b"} and all(v.shape == (3,) and (v > 0).all() for v in t.values())
+
+
 def test_dpo_at_the_reference_has_zero_margin():
     torch.manual_seed(0)
     gen = flow.LatentFlowMLP(16, width=32, n_blocks=2)
@@ -247,6 +278,20 @@ def test_controls_pass_and_fail():
     assert _ok(verdicts.k4b(j + 0.001 * rng.normal(size=50), j + 0.01 + 0.001 * rng.normal(size=50)))
     assert not _ok(verdicts.k4b(j + 0.01 * rng.normal(size=50), j + 0.001 + 0.01 * rng.normal(size=50)))
     assert not _ok(verdicts.k4b(j, j + 0.005, smoke=True))
+
+
+def test_k4b_sd_is_that_of_the_per_step_paired_differences():
+    j = 0.004 * np.repeat(np.arange(15, 20), 20)              # 100 steps; the designed variation is common
+    noise = stats.norm.ppf((np.arange(100) + 0.5) / 100)     # exact quantiles: robust sd of the differences = 1 ms
+    np.random.default_rng(1).shuffle(noise)
+    for z, ok in ((3.1, True), (2.9, False), (-3.1, True)):  # either direction: the rule is |median| >= 3 sd
+        d = verdicts.k4b(j, j + 1e-3 * (z + noise), in_run=(j, j + 0.004 * noise + 1e-3 * z), repeats=5)
+        assert _ok(d) is ok, z
+        assert d["numbers"]["difference / sd"] == f"{abs(z):.1f} ×"
+        assert d["numbers"]["sd of paired differences"] == "1.00 ms"
+        assert d["numbers"]["in-run difference / sd"] == f"{abs(z) / 4:.1f} ×"   # reported, not deciding
+    # the raw step times' sd (the designed j variation, 8 ms) would hide a 3 ms difference; the paired sd does not
+    assert np.std(j) > 0.005 and _ok(verdicts.k4b(j, j + 3e-3 + 0.5e-3 * noise))
 
 
 def test_c1_holds_fails_and_is_undecided():

@@ -5,6 +5,8 @@ gradient from noise to a random step j ∈ [0.75 N, N − 1], evaluate the veloc
 ẑ0 = z_{σ_j} − σ_j v, and maximize reward(ẑ0, y) (loss = −reward) with AdamW on the generator, gradient clipping 1.0.
 The oracle reward of fresh samples from fixed (prompt, noise) seeds is logged every ``log_every`` steps with the
 CPU time spent in optimizer steps (card, Controls and risks: fixed seeds make the curve's crossing step less noisy).
+The runs with different rewards are interleaved step by step (:func:`refl_train_interleaved`), and
+:func:`time_refl_steps` times single steps best-of-repeats for control K4b.
 
 Diffusion-DPO (Wallace et al. 2024) in flow-matching form: one t and one ε shared by the pair,
 e(θ) = mean_d ‖(ε − z) − v_θ(z_t, t, y)‖², L = −log σ(−½ β [(e_w(θ) − e_w(ref)) − (e_l(θ) − e_l(ref))]).
@@ -31,8 +33,8 @@ class History:
     steps: list[int] = field(default_factory=list)
     oracle: list[float] = field(default_factory=list)      # mean oracle reward on the fixed eval set
     rm: list[float] = field(default_factory=list)          # mean reward of the run's own RM on the same samples
-    cpu_s: list[float] = field(default_factory=list)       # cumulative CPU seconds of optimizer steps
-    step_cpu: list[float] = field(default_factory=list)    # CPU seconds of each optimizer step
+    cpu_s: list[float] = field(default_factory=list)       # cumulative CPU seconds of optimizer steps (thread time)
+    step_cpu: list[float] = field(default_factory=list)    # CPU seconds of each optimizer step (thread time)
     extra: dict = field(default_factory=dict)
 
     def as_arrays(self) -> dict[str, np.ndarray]:
@@ -62,45 +64,126 @@ def evaluate(gen: LatentFlowMLP, ev: EvalSet, oracle_fn: Callable, rm_fn: Callab
     return o, r
 
 
+class ReFLRun:
+    """One ReFL run from a copy of ``gen``, stepped from outside so that several runs can be interleaved step by step.
+
+    ``reward_fn(ẑ0, y)`` is differentiable in ẑ0 (a latent RM, decoder + pixel RM, or the oracle). Every run built
+    with the same ``seed`` draws the same prompts, noise and ReFL step j at every step (paired). Each optimizer step is
+    timed by the CPU time of the calling thread (``time.thread_time``; torch runs on one thread), so time the machine
+    spends on other processes is not counted. With ``ev`` given, the oracle reward (and the run's own reward,
+    ``rm_eval_fn``, default ``reward_fn``) of the fixed eval samples is logged at step 0 and by :meth:`log`.
+    """
+
+    def __init__(self, gen: LatentFlowMLP, reward_fn: Callable, seed: int, batch: int = 32, lr: float = 1e-4,
+                 n_sample_steps: int = 20, cfg_scale: float = 1.5, oracle_fn: Callable | None = None,
+                 ev: EvalSet | None = None, rm_eval_fn: Callable | None = None) -> None:
+        self.reward_fn, self.oracle_fn, self.ev = reward_fn, oracle_fn, ev
+        self.rm_eval_fn = rm_eval_fn or reward_fn
+        self.g = torch.Generator().manual_seed(seed)
+        self.model = copy.deepcopy(gen).train()
+        for p in self.model.parameters():
+            p.requires_grad_(True)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=lr)
+        self.batch, self.n_sample_steps, self.cfg_scale = batch, n_sample_steps, cfg_scale
+        self.lo = int(math.ceil(0.75 * n_sample_steps))
+        self.hist, self.cpu, self.n = History(), 0.0, 0
+        if ev is not None:
+            self.log()
+
+    def draw(self) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """The next (prompts, noise, ReFL step j) of this run's stream."""
+        y = torch.randint(0, 10, (self.batch,), generator=self.g)
+        noise = torch.randn(self.batch, self.model.d, generator=self.g)
+        j = int(torch.randint(self.lo, self.n_sample_steps, (1,), generator=self.g))
+        return y, noise, j
+
+    def step(self, y: torch.Tensor | None = None, noise: torch.Tensor | None = None, j: int | None = None,
+             record: bool = True) -> float:
+        """One ReFL optimizer step (on the next draw of the run's stream unless given); returns its CPU seconds."""
+        if y is None:
+            y, noise, j = self.draw()
+        t0 = time.thread_time()
+        z0_hat, _ = sample(self.model, y, self.n_sample_steps, self.cfg_scale, noise=noise, grad_from_step=j)
+        loss = -self.reward_fn(z0_hat, y).mean()
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        dt = time.thread_time() - t0
+        if record:
+            self.n += 1
+            self.cpu += dt
+            self.hist.step_cpu.append(dt)
+        return dt
+
+    def log(self) -> None:
+        o, r = evaluate(self.model, self.ev, self.oracle_fn, self.rm_eval_fn, self.n_sample_steps, self.cfg_scale)
+        h = self.hist
+        h.steps.append(self.n), h.oracle.append(o), h.rm.append(r), h.cpu_s.append(self.cpu)
+
+
 def refl_train(gen: LatentFlowMLP, reward_fn: Callable, oracle_fn: Callable, ev: EvalSet, steps: int, seed: int,
                batch: int = 32, lr: float = 1e-4, n_sample_steps: int = 20, cfg_scale: float = 1.5,
                log_every: int = 5, rm_eval_fn: Callable | None = None) -> tuple[LatentFlowMLP, History]:
-    """ReFL from a copy of ``gen``; ``reward_fn(ẑ0, y)`` is differentiable in ẑ0 (a latent RM, decoder + pixel RM,
-    or the oracle). The run's own reward (``rm_eval_fn``, default ``reward_fn``) on the eval samples is logged
-    beside the oracle's (C6)."""
-    rm_eval_fn = rm_eval_fn or reward_fn
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
-    model = copy.deepcopy(gen).train()
-    for p in model.parameters():
-        p.requires_grad_(True)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
-    hist = History()
-    cpu = 0.0
-    lo = int(math.ceil(0.75 * n_sample_steps))
-
-    def log(step: int) -> None:
-        o, r = evaluate(model, ev, oracle_fn, rm_eval_fn, n_sample_steps, cfg_scale)
-        hist.steps.append(step), hist.oracle.append(o), hist.rm.append(r), hist.cpu_s.append(cpu)
-
-    log(0)
+    """One ReFL run on its own (see :class:`ReFLRun`); the run's own reward on the eval samples is logged beside
+    the oracle's (C6)."""
+    run = ReFLRun(gen, reward_fn, seed, batch, lr, n_sample_steps, cfg_scale, oracle_fn, ev, rm_eval_fn)
     for step in range(1, steps + 1):
-        t0 = time.process_time()
-        y = torch.randint(0, 10, (batch,), generator=g)
-        noise = torch.randn(batch, model.d, generator=g)
-        j = int(torch.randint(lo, n_sample_steps, (1,), generator=g))
-        z0_hat, _ = sample(model, y, n_sample_steps, cfg_scale, noise=noise, grad_from_step=j)
-        loss = -reward_fn(z0_hat, y).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        dt = time.process_time() - t0
-        cpu += dt
-        hist.step_cpu.append(dt)
+        run.step()
         if step % log_every == 0 or step == steps:
-            log(step)
-    return model.eval(), hist
+            run.log()
+    return run.model.eval(), run.hist
+
+
+def refl_train_interleaved(gen: LatentFlowMLP, rewards: dict[str, tuple[Callable, Callable]], oracle_fn: Callable,
+                           ev: EvalSet, steps: int, seed: int, batch: int = 32, lr: float = 1e-4,
+                           n_sample_steps: int = 20, cfg_scale: float = 1.5,
+                           log_every: int = 5) -> dict[str, tuple[LatentFlowMLP, History]]:
+    """ReFL with every reward in ``rewards`` (name -> (train reward, logged reward)), the runs interleaved step by
+    step (step s of every run, in an order rotated by one run at each step, before step s + 1 of any): the runs'
+    step times are measured side by side under the same machine load. Each run is the same as on its own."""
+    runs = {k: ReFLRun(gen, fn, seed, batch, lr, n_sample_steps, cfg_scale, oracle_fn, ev, ev_fn)
+            for k, (fn, ev_fn) in rewards.items()}
+    names = list(runs)
+    for step in range(1, steps + 1):
+        r = step % len(names)
+        for k in names[r:] + names[:r]:
+            runs[k].step()
+        if step % log_every == 0 or step == steps:
+            for run in runs.values():
+                run.log()
+    return {k: (run.model.eval(), run.hist) for k, run in runs.items()}
+
+
+def time_refl_steps(gen: LatentFlowMLP, rewards: dict[str, Callable], n_steps: int, repeats: int, seed: int,
+                    batch: int = 32, lr: float = 1e-4, n_sample_steps: int = 20, cfg_scale: float = 1.5,
+                    warmup: int = 3) -> dict[str, np.ndarray]:
+    """CPU time of a ReFL step with each reward, step by step (card K4b).
+
+    For each of ``warmup + n_steps`` draws (prompts, noise, ReFL step j), every reward's run takes ``repeats``
+    full ReFL optimizer steps on that draw, the rewards alternating (ABAB…, the order flipped at each repeat), and
+    the step's time is the best (least) of its ``repeats`` CPU times — the usual best-of-repeats timing
+    (:func:`repro.common.timing.best_cpu_time`), which drops the time a preemption by another process adds to one
+    execution (cache refills are charged to the thread's CPU time). The first ``warmup`` draws are not returned.
+    Returns name -> [n_steps] seconds.
+    """
+    runs = {k: ReFLRun(gen, fn, seed, batch, lr, n_sample_steps, cfg_scale) for k, fn in rewards.items()}
+    g = torch.Generator().manual_seed(seed)
+    lo = int(math.ceil(0.75 * n_sample_steps))
+    names = list(runs)
+    best = {k: [] for k in names}
+    for i in range(warmup + n_steps):
+        y = torch.randint(0, 10, (batch,), generator=g)
+        noise = torch.randn(batch, gen.d, generator=g)
+        j = int(torch.randint(lo, n_sample_steps, (1,), generator=g))
+        cur = {k: math.inf for k in names}
+        for rep in range(repeats):
+            for k in (names if (i + rep) % 2 == 0 else names[::-1]):
+                cur[k] = min(cur[k], runs[k].step(y, noise, j, record=False))
+        if i >= warmup:
+            for k in names:
+                best[k].append(cur[k])
+    return {k: np.asarray(v, float) for k, v in best.items()}
 
 
 def dpo_errors(model: LatentFlowMLP, z: torch.Tensor, y: torch.Tensor, t: torch.Tensor,
@@ -142,7 +225,7 @@ def diffusion_dpo_train(gen: LatentFlowMLP, pairs, beta: float, steps: int, seed
 
     log(0)
     for step in range(1, steps + 1):
-        t0 = time.process_time()
+        t0 = time.thread_time()
         idx = torch.randint(0, len(pairs), (batch,), generator=g)
         t = torch.rand(batch, generator=g)
         eps = torch.randn(batch, model.d, generator=g)
@@ -151,7 +234,7 @@ def diffusion_dpo_train(gen: LatentFlowMLP, pairs, beta: float, steps: int, seed
         loss.mean().backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        dt = time.process_time() - t0
+        dt = time.thread_time() - t0
         cpu += dt
         hist.step_cpu.append(dt)
         if step % log_every == 0 or step == steps:

@@ -12,7 +12,8 @@ from repro.common import BaseConfig, knob
 
 SMOKE = dict(n_seeds=2, n_align_seeds=2, ae_steps=100, gen_steps=100, oracle_steps=60, n_oracle_fit=512,
              n_train_pairs=1000, n_test_pairs=300, n_val_pairs=200, rm_steps=60, pixel_steps=30, ensemble_K=(1, 4),
-             refl_steps=6, refl_log_every=3, run_dpo=False, dpo_steps=10, n_refl_eval=32, use_cache=False)
+             refl_steps=6, refl_log_every=3, refl_time_steps=4, refl_time_repeats=2, run_dpo=False, dpo_steps=10,
+             n_refl_eval=32, use_cache=False)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,10 @@ class Config(BaseConfig):
     refl_batch: int = knob(32, ge=1, le=1024, doc="prompts per ReFL step")
     refl_lr: float = knob(1e-4, gt=0, le=1, doc="AdamW learning rate of the generator in ReFL and DPO")
     refl_log_every: int = knob(5, ge=1, le=1000, doc="oracle reward logged every this many steps")
+    refl_time_steps: int = knob(50, ge=2, le=2000, doc="ReFL steps timed for control K4b (DiNa and pixel reward, "
+                                                       "paired, after 3 warm-up steps)")
+    refl_time_repeats: int = knob(5, ge=1, le=50, doc="executions of each timed ReFL step; its time is the best "
+                                                    "(least) CPU time of them")
     n_refl_eval: int = knob(256, ge=8, le=8192, doc="fixed (prompt, noise) samples of the oracle log")
     run_dpo: bool = knob(True, doc="train Diffusion-DPO on the oracle-labelled pairs (C5)")
     dpo_steps: int = knob(300, ge=1, le=20_000, doc="Diffusion-DPO steps (batch 64 pairs)")

@@ -44,6 +44,7 @@ class SeedResult:
     dpo: dict[float, align.History] = field(default_factory=dict)
     dpo_implicit: dict[float, float] = field(default_factory=dict)
     calib: dict = field(default_factory=dict)                           # p and labels for reliability plots
+    refl_timing: dict = field(default_factory=dict)                     # K4b: best-of-repeats step CPU seconds
 
 
 @dataclass
@@ -230,8 +231,9 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
     ev = align.EvalSet.make(cfg.n_refl_eval, d, seed=seed + 99)
 
     def latent_reward(rm):
+        gr = torch.Generator().manual_seed(seed + 7)   # each run its own stream (the same for DiNa and BT-LRM)
         def train_fn(z, y):   # one fresh noise draw per call (an unbiased estimate of the K-mean score)
-            return score(rm, z, y, cfg.eval_sigma, eps=torch.randn(1, *z.shape))
+            return score(rm, z, y, cfg.eval_sigma, eps=torch.randn(1, *z.shape, generator=gr))
         def eval_fn(z, y):    # fixed K = 8 draws for the logged RM reward (C6)
             return score(rm, z, y, cfg.eval_sigma, K=8, seed=seed + 5)
         return train_fn, eval_fn
@@ -240,21 +242,25 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
                "dina": latent_reward(rms["dina"]), "bt": latent_reward(rms["bt"]),
                "pixel": ((lambda z, y: pix["big"](sh.ae.decode(z), y)),) * 2}
     t2 = time.perf_counter()
+    kw = dict(batch=cfg.refl_batch, lr=cfg.refl_lr, n_sample_steps=cfg.n_sample_steps, cfg_scale=cfg.cfg_scale)
+    runs = align.refl_train_interleaved(sh.gen, {k: rewards[k] for k in REFL_REWARDS}, oracle_fn, ev,
+                                        cfg.refl_steps, seed, log_every=cfg.refl_log_every, **kw)
     for name in REFL_REWARDS:
-        fn, ev_fn = rewards[name]
-        model, hist = align.refl_train(sh.gen, fn, oracle_fn, ev, cfg.refl_steps, seed, batch=cfg.refl_batch,
-                                       lr=cfg.refl_lr, n_sample_steps=cfg.n_sample_steps, cfg_scale=cfg.cfg_scale,
-                                       log_every=cfg.refl_log_every, rm_eval_fn=ev_fn)
-        res.align[name] = hist
+        model, res.align[name] = runs[name]
         if seed == cfg.seeds[0]:
             with torch.no_grad():
                 exp.samples[name] = sh.ae.decode(align.sample(model, ev.y[:20], cfg.n_sample_steps, cfg.cfg_scale,
                                                               noise=ev.noise[:20])[0]).numpy()
+    exp.seconds.setdefault("refl", []).append(time.perf_counter() - t2)
+    if seed == cfg.seeds[0]:   # K4b: single ReFL steps timed best-of-repeats, DiNa and pixel alternating
+        t3 = time.perf_counter()
+        res.refl_timing = align.time_refl_steps(sh.gen, {"dina": rewards["dina"][0], "pixel": rewards["pixel"][0]},
+                                                cfg.refl_time_steps, cfg.refl_time_repeats, seed + 11, **kw)
+        exp.seconds["refl_timing"] = time.perf_counter() - t3
     if seed == cfg.seeds[0]:
         with torch.no_grad():
             exp.samples["base"] = sh.ae.decode(align.sample(sh.gen, ev.y[:20], cfg.n_sample_steps, cfg.cfg_scale,
                                                             noise=ev.noise[:20])[0]).numpy()
-    exp.seconds.setdefault("refl", []).append(time.perf_counter() - t2)
     if cfg.run_dpo:
         t3 = time.perf_counter()
         for beta in cfg.dpo_betas:
