@@ -5,6 +5,9 @@ RMs decode the latent with the autoencoder and run a CNN, sized by the chapter t
 and to the same count. All three are timed on random weights (the cost does not depend on training) with the
 reward's gradient w.r.t. the latent only (weights frozen), as ReFL needs it, in CPU time on one thread, at several batch sizes: at
 batch 1 every path is bound by per-operation overhead and the FLOP ratio does not show (card, Controls and risks).
+Then whole ReFL steps (batch 32, 15-19 gradient-free Euler steps of the generator, one with gradient, the reward and
+its gradient, AdamW) with the DiNa and with the 10× pixel reward, paired step by step as control K4b measures them:
+each step's time is the best of 5 executions, and the same statistic from single executions is printed beside it.
 
     .venv/bin/python benchmarks/bench_dina_lrm.py
 """
@@ -15,7 +18,7 @@ import torch
 
 from repro.common import seed_everything
 from repro.common.timing import best_cpu_time
-from repro.dina_lrm import metrics
+from repro.dina_lrm import align, metrics
 from repro.dina_lrm.data import AE
 from repro.dina_lrm.experiments import pixel_macs_for
 from repro.dina_lrm.flow import LatentFlowMLP
@@ -49,6 +52,18 @@ def main() -> None:
         base = times["DiNa-LRM"]
         print(f"batch {B:>5}: " + "; ".join(f"{k} {1e3 * t / B:.4f} ms/sample ({t / base:.2f}× DiNa)"
                                             for k, t in times.items()))
+
+    gen = LatentFlowMLP()
+    rewards = {"dina": lambda zz, yy: score(rm, zz, yy, 0.4, eps=torch.randn(1, *zz.shape)),
+               "pixel": lambda zz, yy: pix["pixel 10×"](ae.decode(zz), yy)}
+    for repeats in (5, 1):
+        t = align.time_refl_steps(gen, rewards, n_steps=50, repeats=repeats, seed=0)
+        diff = t["pixel"] - t["dina"]
+        md = float(np.median(diff))
+        sd = float(1.4826 * np.median(np.abs(diff - md)))
+        print(f"ReFL step (batch 32), best of {repeats}: DiNa {1e3 * np.median(t['dina']):.2f} ms, pixel 10× "
+              f"{1e3 * np.median(t['pixel']):.2f} ms; paired difference {1e3 * md:.2f} ms = {md / sd:.1f} robust sd "
+              f"({1e3 * sd:.2f} ms) of the per-step differences")
 
 
 if __name__ == "__main__":
