@@ -227,6 +227,29 @@ def test_accumulative_inputs_are_detached():
     assert log == [False] * 6
 
 
+def test_finetune_lr_decays_by_cosine_to_the_floor_and_floor_one_is_constant():
+    opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), lr=1.0)
+    seen = []
+    for step in range(8):
+        train._ft_lr(opt, step, 8, 1e-4, 0.03)
+        seen.append(opt.param_groups[0]["lr"])
+    assert seen[0] == pytest.approx(1e-4) and seen[-1] == pytest.approx(3e-6)
+    assert all(a > b for a, b in zip(seen, seen[1:]))
+    train._ft_lr(opt, 5, 8, 1e-4, 1.0)
+    assert opt.param_groups[0]["lr"] == pytest.approx(1e-4)
+    # the schedule reaches the three fine-tunings: floor 1 (constant lr) trains a different model
+    outs = []
+    for floor in (0.03, 1.0):
+        for fn in (lambda m, L, d: train.finetune_accumulative(m, L, d, 2, 2, 2, 1e-3, 0, floor=floor),
+                   lambda m, L, d: train.finetune_bptt(m, L, d, 2, 2, 2, 1e-3, 0, floor=floor),
+                   lambda m, L, d: train.continue_one_step(m, L, d, 4, 2, 1e-3, 0, floor=floor)):
+            m, L, data = _tiny()
+            fn(m, L, data)
+            outs.append(torch.cat([p.detach().flatten() for p in m.parameters()]))
+    for a, b in zip(outs[:3], outs[3:]):
+        assert not torch.allclose(a, b)
+
+
 def test_saved_bytes_flat_for_accumulative_and_growing_for_bptt():
     m, L, data = _tiny()
     x0, y = train.sample_batch(data, 2, 8, np.random.default_rng(0))
@@ -269,7 +292,8 @@ def test_overfitting_one_batch_halves_the_loss():
 @pytest.mark.parametrize("bad, name", [
     (dict(grid=[30, 64]), "grid"), (dict(dim=30, heads=4), "dim"), (dict(dt_seconds=1700.0), "dt_seconds"),
     (dict(dt_seconds=2400.0), "dt_seconds"), (dict(n_traj="32"), "n_traj"), (dict(eval_leads=200), "eval_leads"),
-    (dict(loss="huber"), "loss"), (dict(K_sweep=[0]), "K_sweep")])
+    (dict(loss="huber"), "loss"), (dict(K_sweep=[0]), "K_sweep"), (dict(lr_finetune_floor=0.0), "lr_finetune_floor"),
+    (dict(lr_finetune_floor=1.5), "lr_finetune_floor")])
 def test_config_rejects_bad_values(bad, name):
     with pytest.raises(ConfigError, match=name):
         emformer.Config.from_profile("full", **bad)

@@ -45,7 +45,10 @@ class Config(BaseConfig):
     loss: Literal["composite", "scheduled", "fixed", "mse"] = knob("composite", doc="EMFormer's pretraining loss")
     lr_pretrain: float = knob(1e-3, gt=0, le=1.0, doc="peak AdamW lr of pretraining")
     loss_lr: float = knob(2e-2, gt=0, le=1.0, doc="peak lr of the loss's own (θ, s_c) group (card, Risks)")
-    lr_finetune: float = knob(1e-4, gt=0, le=1.0, doc="AdamW lr of fine-tuning and of the continued-training control")
+    lr_finetune: float = knob(1e-4, gt=0, le=1.0, doc="peak AdamW lr of fine-tuning and of the continued-training control")
+    lr_finetune_floor: float = knob(0.03, gt=0, le=1.0, doc="the fine-tuning lr decays by a cosine to this fraction "
+                                    "of lr_finetune (1 = the card's constant lr, which left K3 inside seed noise at "
+                                    "master seed 1: each model stopped at a noisy last iterate)")
     n_seeds: int = knob(3, ge=1, le=20, doc="model seeds (inits and batch order; the data stay the same)")
     run_ablations: bool = knob(False, doc="seed-0 ablations: no conv, fixed w = 0.5, scheduled w")
     timing_runs: int = knob(150, ge=5, le=10_000, doc="interleaved timing repetitions of C2b/C2c")

@@ -288,9 +288,12 @@ def run_experiment(cfg: Config, progress=print) -> Experiment:
         K, it = cfg.rollout_K, cfg.finetune_iters
         for kind in ("accumulative", "bptt", "continued"):
             m = copy.deepcopy(models["emformer"])
-            fn = {"accumulative": lambda: finetune_accumulative(m, ft_loss, ds.train, K, it, cfg.batch, cfg.lr_finetune, ms + 7),
-                  "bptt": lambda: finetune_bptt(m, ft_loss, ds.train, K, it, cfg.batch, cfg.lr_finetune, ms + 7),
-                  "continued": lambda: continue_one_step(m, ft_loss, ds.train, it * K, cfg.batch, cfg.lr_finetune, ms + 7)}[kind]
+            lr, fl = cfg.lr_finetune, cfg.lr_finetune_floor
+            fn = {"accumulative": lambda: finetune_accumulative(m, ft_loss, ds.train, K, it, cfg.batch, lr, ms + 7,
+                                                                floor=fl),
+                  "bptt": lambda: finetune_bptt(m, ft_loss, ds.train, K, it, cfg.batch, lr, ms + 7, floor=fl),
+                  "continued": lambda: continue_one_step(m, ft_loss, ds.train, it * K, cfg.batch, lr, ms + 7,
+                                                         floor=fl)}[kind]
             exp.histories[(kind, s)] = fn()
             models[kind] = m
         tf += time.perf_counter() - t
