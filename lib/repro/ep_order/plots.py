@@ -115,9 +115,9 @@ def forgetting_panel(ax: plt.Axes, exp: Experiment, seed: int,
         if m == "no_mix":
             ax.axvspan(a, b, color=c, alpha=0.08, lw=0)
     ax.set_xlabel("training step")
-    ax.set_ylabel("held-out loss of the first cluster's domain (nats)")
-    ax.set_title(f"Forgetting of the first cluster, seed {seed}\n(dot: end of its block; square: last step before "
-                 "the next block of its domain, or the end)")
+    ax.set_ylabel("held-out loss, first cluster's domain (nats)")
+    ax.set_title(f"Forgetting of the first cluster, seed {seed}\n"
+                 "dot: end of its block; square: before its domain's next block, or the end", fontsize="medium")
     ax.legend(fontsize="small")
 
 
