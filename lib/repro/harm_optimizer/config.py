@@ -54,7 +54,7 @@ class Config(BaseConfig):
                                 "the mean gradient is rescaled to norm <= clip_norm before it enters the optimizer "
                                 "(0: off). Without it SGDM at MNIST-1D lr 0.2, which the validation grid can pick, "
                                 "failed to train in one of five seeds (a gradient-norm spike of ~200 against a "
-                                "median of ~0.3); at 2.0 it binds on a few per cent of steps")
+                                "median of ~0.3); at 2.0 it bound on 6-12 % of MNIST-1D steps and on none of digits' (seed 0)")
     momentum: float = knob(0.9, ge=0, lt=1, doc="β of SGDM")
     wd_sgdm: float = knob(5e-4, ge=0, le=1, doc="λ of SGDM (coupled, torch convention)")
     wd_adamw: float = knob(1e-2, ge=0, le=1, doc="λ of AdamW (decoupled)")
