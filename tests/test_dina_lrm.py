@@ -207,11 +207,12 @@ def test_interleaved_refl_runs_equal_runs_on_their_own():
             assert torch.equal(p, q)
 
 
-def test_time_refl_steps_returns_one_best_time_per_timed_step():
+def test_time_refl_steps_returns_every_execution_of_every_timed_step():
     gen, ra, rb, _, _ = _tiny_refl()
     t = align.time_refl_steps(gen, {"a": ra, "b": rb}, n_steps=3, repeats=2, seed=1, batch=4, n_sample_steps=8,
                               warmup=1)
-    assert set(t) == {"a", "b"} and all(v.shape == (3,) and (v > 0).all() for v in t.values())
+    assert set(t) == {"a", "b"} and all(v.shape == (3, 2) and (v > 0).all() for v in t.values())
+    assert np.allclose(align.step_differences(t["a"], t["b"]), np.median(t["b"] - t["a"], axis=1))
 
 
 def test_dpo_at_the_reference_has_zero_margin():
@@ -285,13 +286,25 @@ def test_k4b_sd_is_that_of_the_per_step_paired_differences():
     noise = stats.norm.ppf((np.arange(100) + 0.5) / 100)     # exact quantiles: robust sd of the differences = 1 ms
     np.random.default_rng(1).shuffle(noise)
     for z, ok in ((3.1, True), (2.9, False), (-3.1, True)):  # either direction: the rule is |median| >= 3 sd
-        d = verdicts.k4b(j, j + 1e-3 * (z + noise), in_run=(j, j + 0.004 * noise + 1e-3 * z), repeats=5)
+        d = verdicts.k4b(j, j + 1e-3 * (z + noise), in_run=(j, j + 0.004 * noise + 1e-3 * z))
         assert _ok(d) is ok, z
         assert d["numbers"]["difference / sd"] == f"{abs(z):.1f} ×"
         assert d["numbers"]["sd of paired differences"] == "1.00 ms"
         assert d["numbers"]["in-run difference / sd"] == f"{abs(z) / 4:.1f} ×"   # reported, not deciding
     # the raw step times' sd (the designed j variation, 8 ms) would hide a 3 ms difference; the paired sd does not
     assert np.std(j) > 0.005 and _ok(verdicts.k4b(j, j + 3e-3 + 0.5e-3 * noise))
+
+
+def test_k4b_pairs_repeats_back_to_back_and_takes_their_median():
+    rng = np.random.default_rng(2)
+    j = 0.004 * rng.integers(15, 20, 40)[:, None]
+    load = 0.004 * rng.exponential(size=(40, 7))             # the machine's load of the moment, shared back to back
+    d = j + load + 0.0003 * rng.normal(size=(40, 7))
+    ok = verdicts.k4b(d, j + load + 0.002 + 0.0003 * rng.normal(size=(40, 7)))
+    assert _ok(ok) and ok["numbers"]["repeats per step"] == 7
+    assert "one execution per step: difference / sd" in ok["numbers"]
+    # the same load drawn independently for the two rewards is not paired away: the difference is not resolved
+    assert not _ok(verdicts.k4b(d, j + 0.004 * rng.exponential(size=(40, 7)) + 0.002))
 
 
 def test_c1_holds_fails_and_is_undecided():

@@ -6,7 +6,7 @@ gradient from noise to a random step j ∈ [0.75 N, N − 1], evaluate the veloc
 The oracle reward of fresh samples from fixed (prompt, noise) seeds is logged every ``log_every`` steps with the
 CPU time spent in optimizer steps (card, Controls and risks: fixed seeds make the curve's crossing step less noisy).
 The runs with different rewards are interleaved step by step (:func:`refl_train_interleaved`), and
-:func:`time_refl_steps` times single steps best-of-repeats for control K4b.
+:func:`time_refl_steps` times repeated executions of single steps, back to back, for control K4b.
 
 Diffusion-DPO (Wallace et al. 2024) in flow-matching form: one t and one ε shared by the pair,
 e(θ) = mean_d ‖(ε − z) − v_θ(z_t, t, y)‖², L = −log σ(−½ β [(e_w(θ) − e_w(ref)) − (e_l(θ) − e_l(ref))]).
@@ -158,32 +158,36 @@ def refl_train_interleaved(gen: LatentFlowMLP, rewards: dict[str, tuple[Callable
 def time_refl_steps(gen: LatentFlowMLP, rewards: dict[str, Callable], n_steps: int, repeats: int, seed: int,
                     batch: int = 32, lr: float = 1e-4, n_sample_steps: int = 20, cfg_scale: float = 1.5,
                     warmup: int = 3) -> dict[str, np.ndarray]:
-    """CPU time of a ReFL step with each reward, step by step (card K4b).
+    """CPU time of ReFL steps with each reward, step by step (card K4b).
 
-    For each of ``warmup + n_steps`` draws (prompts, noise, ReFL step j), every reward's run takes ``repeats``
-    full ReFL optimizer steps on that draw, the rewards alternating (ABAB…, the order flipped at each repeat), and
-    the step's time is the best (least) of its ``repeats`` CPU times — the usual best-of-repeats timing
-    (:func:`repro.common.timing.best_cpu_time`), which drops the time a preemption by another process adds to one
-    execution (cache refills are charged to the thread's CPU time). The first ``warmup`` draws are not returned.
-    Returns name -> [n_steps] seconds.
+    For each of ``warmup + n_steps`` draws (prompts, noise, ReFL step j), every reward's run executes that same
+    full ReFL optimizer step ``repeats`` times, the rewards back to back (ABAB…, the order flipped at each repeat).
+    Returns name -> [n_steps, repeats] thread CPU seconds (the ``warmup`` draws dropped). Back-to-back executions
+    share the machine's load of the moment; :func:`step_differences` pairs them.
     """
     runs = {k: ReFLRun(gen, fn, seed, batch, lr, n_sample_steps, cfg_scale) for k, fn in rewards.items()}
     g = torch.Generator().manual_seed(seed)
     lo = int(math.ceil(0.75 * n_sample_steps))
     names = list(runs)
-    best = {k: [] for k in names}
+    out = {k: [] for k in names}
     for i in range(warmup + n_steps):
         y = torch.randint(0, 10, (batch,), generator=g)
         noise = torch.randn(batch, gen.d, generator=g)
         j = int(torch.randint(lo, n_sample_steps, (1,), generator=g))
-        cur = {k: math.inf for k in names}
+        cur = {k: [] for k in names}
         for rep in range(repeats):
             for k in (names if (i + rep) % 2 == 0 else names[::-1]):
-                cur[k] = min(cur[k], runs[k].step(y, noise, j, record=False))
+                cur[k].append(runs[k].step(y, noise, j, record=False))
         if i >= warmup:
             for k in names:
-                best[k].append(cur[k])
-    return {k: np.asarray(v, float) for k, v in best.items()}
+                out[k].append(cur[k])
+    return {k: np.asarray(v, float).reshape(n_steps, repeats) for k, v in out.items()}
+
+
+def step_differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per-step paired differences b − a of :func:`time_refl_steps` arrays [steps, repeats]: for each step the
+    median over its repeats of the back-to-back differences (one number per step)."""
+    return np.median(np.asarray(b, float) - np.asarray(a, float), axis=1)
 
 
 def dpo_errors(model: LatentFlowMLP, z: torch.Tensor, y: torch.Tensor, t: torch.Tensor,

@@ -44,7 +44,7 @@ class SeedResult:
     dpo: dict[float, align.History] = field(default_factory=dict)
     dpo_implicit: dict[float, float] = field(default_factory=dict)
     calib: dict = field(default_factory=dict)                           # p and labels for reliability plots
-    refl_timing: dict = field(default_factory=dict)                     # K4b: best-of-repeats step CPU seconds
+    refl_timing: dict = field(default_factory=dict)                     # K4b: [steps, repeats] step CPU seconds
 
 
 @dataclass
@@ -252,7 +252,7 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
                 exp.samples[name] = sh.ae.decode(align.sample(model, ev.y[:20], cfg.n_sample_steps, cfg.cfg_scale,
                                                               noise=ev.noise[:20])[0]).numpy()
     exp.seconds.setdefault("refl", []).append(time.perf_counter() - t2)
-    if seed == cfg.seeds[0]:   # K4b: single ReFL steps timed best-of-repeats, DiNa and pixel alternating
+    if seed == cfg.seeds[0]:   # K4b: single ReFL steps, repeated back to back with each reward
         t3 = time.perf_counter()
         res.refl_timing = align.time_refl_steps(sh.gen, {"dina": rewards["dina"][0], "pixel": rewards["pixel"][0]},
                                                 cfg.refl_time_steps, cfg.refl_time_repeats, seed + 11, **kw)

@@ -93,7 +93,7 @@ CONTROLS = {
            "FLOP-matched pixel RM's, with timing CV < 10 %.",
     "K4b": "Timing resolves ReFL steps: the ReFL step times of DiNa and of the pixel RM differ by >= 3 sd, sd being "
            "that of the per-step paired differences (each pair: the same prompts, noise and ReFL step j; each "
-           "step's CPU time the best of repeated executions).",
+           "step's difference the median of repeated back-to-back executions).",
 }
 
 
@@ -227,9 +227,9 @@ def k4a(big: dict, matched: dict, smoke: bool = False) -> dict:
                        f"{100 * cv:.1f} %): at this batch the timings do not resolve a 10× FLOP difference")
 
 
-def _paired_z(d: np.ndarray, p: np.ndarray) -> tuple[float, float, float]:
-    """(median of the per-step differences p − d, their robust sd 1.4826 · MAD, |median| / sd)."""
-    diff = np.asarray(p, float) - np.asarray(d, float)
+def _paired_z(diff: Sequence[float]) -> tuple[float, float, float]:
+    """(median of the per-step differences, their robust sd 1.4826 · MAD, |median| / sd)."""
+    diff = np.asarray(diff, float)
     md = float(np.median(diff))
     sd = float(1.4826 * np.median(np.abs(diff - md)))
     return md, sd, (abs(md) / sd if sd > 0 else math.inf)
@@ -237,40 +237,48 @@ def _paired_z(d: np.ndarray, p: np.ndarray) -> tuple[float, float, float]:
 
 def k4b(dina_steps: Sequence[float], pixel_steps: Sequence[float], in_run: tuple | None = None,
         repeats: int | None = None, smoke: bool = False) -> dict:
-    """CPU seconds of single ReFL steps with the DiNa and with the pixel reward, step by step (paired).
+    """CPU seconds of ReFL steps with the DiNa and with the pixel reward, step by step (paired).
 
-    ``dina_steps[i]`` and ``pixel_steps[i]`` are the same ReFL step — the same prompts, noise and ReFL step j — with
-    each reward; each is the best (least) thread CPU time of ``repeats`` executions of that step, the two rewards
-    alternating (:func:`repro.dina_lrm.align.time_refl_steps`). The paired design removes the designed variation of
-    the step time (15 to 19 gradient-free Euler steps, common to both rewards). "sd" is the sd of the per-step paired
-    differences pixel − DiNa, estimated robustly (1.4826 MAD); the rule: |median difference| >= 3 such sd.
-    ``in_run`` = (DiNa, pixel) per-step CPU times of the interleaved ReFL runs themselves (one execution per step,
-    under whatever load the machine had): reported beside it, not deciding.
+    ``dina_steps[i]`` and ``pixel_steps[i]`` hold the same ReFL step — the same prompts, noise and ReFL step j — with
+    each reward: a number, or the CPU times of ``repeats`` executions of it, the two rewards back to back
+    (:func:`repro.dina_lrm.align.time_refl_steps`); then the step's paired difference is the median of its repeats'
+    back-to-back differences and a reward's step time the median of its executions. The paired design removes the
+    designed variation of the step time (15 to 19 gradient-free Euler steps, common to both rewards). "sd" is the sd
+    of the per-step paired differences pixel − DiNa, estimated robustly (1.4826 MAD); the rule: |median difference|
+    >= 3 such sd. ``in_run`` = (DiNa, pixel) per-step CPU times of the interleaved ReFL runs themselves (one
+    execution per step, under whatever load the machine had): reported beside it, not deciding.
     """
     thr = (f"|median per-step (pixel − DiNa)| >= {T['K4b_min_sd']:g} sd of the per-step paired differences "
-           "(robust sd, 1.4826 MAD; each step's CPU time the best of its repeats)")
+           "(robust sd, 1.4826 MAD; each step's difference the median of its back-to-back repeats)")
     if smoke:
         return dict(holds=False, threshold=thr, numbers={}, reason=SMOKE_TIMING)
     d, p = np.asarray(dina_steps, float), np.asarray(pixel_steps, float)
-    md, sd, z = _paired_z(d, p)
-    nums = {"DiNa ReFL step": f"{1e3 * float(np.median(d)):.2f} ms",
-            "pixel ReFL step": f"{1e3 * float(np.median(p)):.2f} ms",
+    if d.ndim == 1:
+        d, p = d[:, None], p[:, None]
+    diff = np.median(p - d, axis=1)
+    md, sd, z = _paired_z(diff)
+    dm = float(np.median(np.median(d, axis=1)))
+    nums = {"DiNa ReFL step": f"{1e3 * dm:.2f} ms",
+            "pixel ReFL step": f"{1e3 * float(np.median(np.median(p, axis=1))):.2f} ms",
             "paired difference": f"{1e3 * md:.2f} ms", "sd of paired differences": f"{1e3 * sd:.2f} ms",
-            "difference / sd": f"{z:.1f} ×", "steps timed": int(d.size), "repeats per step": repeats}
+            "difference / sd": f"{z:.1f} ×", "steps timed": int(diff.size), "repeats per step": int(d.shape[1])}
+    if d.shape[1] > 1:   # the same statistic from one execution per step (the first repeat)
+        md1, sd1, z1 = _paired_z(p[:, 0] - d[:, 0])
+        nums["one execution per step: difference / sd"] = f"{z1:.1f} × (sd {1e3 * sd1:.2f} ms)"
     tail = ""
     if in_run is not None:
-        md_r, sd_r, z_r = _paired_z(*in_run)
+        md_r, sd_r, z_r = _paired_z(np.asarray(in_run[1], float) - np.asarray(in_run[0], float))
         nums.update({"in-run paired difference": f"{1e3 * md_r:.2f} ms", "in-run sd": f"{1e3 * sd_r:.2f} ms",
                      "in-run difference / sd": f"{z_r:.1f} ×"})
         tail = (f" (in the ReFL runs themselves, one execution per step: {1e3 * md_r:.2f} ms, {z_r:.1f} sd of "
                 f"{1e3 * sd_r:.2f} ms)")
-    frac = float(np.mean((p - d) * np.sign(md) > 0)) if md != 0 else 0.0
+    frac = float(np.mean(diff * np.sign(md) > 0)) if md != 0 else 0.0
     nums["steps with the median's sign"] = f"{100 * frac:.0f} %"
     return dict(holds=z >= T["K4b_min_sd"], threshold=thr, numbers=nums,
-                reason=f"the pixel reward's ReFL step costs {1e3 * md:+.2f} ms against DiNa's "
-                       f"{1e3 * float(np.median(d)):.2f} ms, {z:.1f} sd of the per-step paired differences "
-                       f"({1e3 * sd:.2f} ms; needs {T['K4b_min_sd']:g}){tail}: the two rewards' step times are not "
-                       "resolved from timing noise, so the time part of C5 is not evidence")
+                reason=f"the pixel reward's ReFL step costs {1e3 * md:+.2f} ms against DiNa's {1e3 * dm:.2f} ms, "
+                       f"{z:.1f} sd of the per-step paired differences ({1e3 * sd:.2f} ms; needs "
+                       f"{T['K4b_min_sd']:g}){tail}: the two rewards' step times are not resolved from timing noise, "
+                       "so the time part of C5 is not evidence")
 
 
 # ----------------------------------------------------------------------------- claims
