@@ -37,7 +37,7 @@ $(STAMP): requirements.txt pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q pip==26.3
 	$(BIN)/python -m pip install -q -r requirements.txt
-	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+	REPRO_NO_KERNELS=1 $(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	@touch $@
 
 $(KSTAMP): $(STAMP) $(KERNELS) setup.py
