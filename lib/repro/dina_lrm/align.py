@@ -166,14 +166,10 @@ def time_refl_steps(gen: LatentFlowMLP, rewards: dict[str, Callable], n_steps: i
     share the machine's load of the moment; :func:`step_differences` pairs them.
     """
     runs = {k: ReFLRun(gen, fn, seed, batch, lr, n_sample_steps, cfg_scale) for k, fn in rewards.items()}
-    g = torch.Generator().manual_seed(seed)
-    lo = int(math.ceil(0.75 * n_sample_steps))
     names = list(runs)
     out = {k: [] for k in names}
     for i in range(warmup + n_steps):
-        y = torch.randint(0, 10, (batch,), generator=g)
-        noise = torch.randn(batch, gen.d, generator=g)
-        j = int(torch.randint(lo, n_sample_steps, (1,), generator=g))
+        y, noise, j = runs[names[0]].draw()             # the runs share one seed: this is every run's draw
         cur = {k: [] for k in names}
         for rep in range(repeats):
             for k in (names if (i + rep) % 2 == 0 else names[::-1]):
