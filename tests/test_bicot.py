@@ -254,6 +254,11 @@ def test_k1_passes_and_fails():
 def test_k5_passes_and_fails():
     assert verdicts.k5([0.1, 1.5], 0.3, 0.9)["holds"]
     assert not verdicts.k5([0.1, 2.5], 0.5, 0.9)["holds"]
+    leak = {"B in row(W_U)": 0.3, "hidden": {"h_B constant share": 0.98, "logit energy from h_B": 0.6},
+            "M0": {"logit energy from h_B": 0.04}}
+    bad = verdicts.k5([0.1, 2.5], 0.5, 0.9, leak)
+    assert not bad["holds"] and "0.60" in bad["reason"] and bad["numbers"]["logit energy from h_B"] == 0.6
+    assert verdicts.k5([0.1, 1.5], 0.3, 0.9, leak)["holds"]
 
 
 def test_k2_passes_and_fails():
@@ -277,6 +282,10 @@ def test_k4_passes_and_fails():
     assert verdicts.k4(0.99, 0.95, 0.6, 0.1)["holds"]
     assert not verdicts.k4(0.99, 0.95, 0.6, 0.5)["holds"]
     assert not verdicts.k4(0.5, 0.95, 0.6, 0.1)["holds"]
+    # several bias draws: the mean margins decide, the per-draw range is reported
+    ok = verdicts.k4(0.99, 0.95, [0.6, 0.5], [0.35, 0.05])
+    assert ok["holds"] and ok["numbers"]["bias draws"] == 2 and ok["numbers"]["margin lost min draw"] < 0.5
+    assert not verdicts.k4(0.99, 0.95, [0.6, 0.5], [0.35, 0.25])["holds"]
 
 
 def test_c1a_holds_and_fails():

@@ -13,7 +13,7 @@ from repro.common import BaseConfig, knob
 SMOKE = dict(modulus=5, depth_range=(1, 2), d_model=32, n_layers=1, base_steps=40, base2_steps=20,
              use_cached_base=False, wm_steps=10, top_k=6, n_verify=8, n_query_sets=2, n_null_keys=20,
              ft_attack_steps=5, quant_bits=(8,), trunc_k=5, n_acc=64, n_wrong_keys=20, whiten_steps=3,
-             whiten_lams=(3.0,), trigger_steps=5, dose_noise=(0.1,), dose_prune=(0.6,), n_white_box=16)
+             whiten_lams=(3.0,), trigger_steps=5, n_bias_draws=2, dose_noise=(0.1,), dose_prune=(0.6,), n_white_box=16)
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,8 @@ class Config(BaseConfig):
     quant_bits: tuple[int, ...] = knob((8, 4), ge=2, le=16, min_len=1, doc="weight quantisation bit widths")
     trunc_k: int = knob(6, ge=3, le=19, doc="top-k truncation of the output attack")
     bias_sigma: float = knob(2.0, gt=0, le=20, doc="std of the fixed per-token bias of the output attack")
+    n_bias_draws: int = knob(8, ge=1, le=64, doc="draws of the token bias over which K4 averages BiCoT's margin S − μ₀ "
+                                                 "(C4 scores the first; one draw is one sample of the attack)")
     dose_noise: tuple[float, ...] = knob((0.1, 0.3), gt=0, le=2, doc="K3 dose sweep: weight-noise levels beyond 2 %")
     dose_prune: tuple[float, ...] = knob((0.6, 0.9), gt=0, lt=1, doc="K3 dose sweep: pruning fractions beyond 30 %")
     whiten_steps: int = knob(100, ge=1, le=5000, doc="steps of each whitening-attack fine-tune (C6)")

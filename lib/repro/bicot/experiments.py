@@ -118,11 +118,78 @@ def embed(st: Study) -> None:
                                                                 kind="hidden", **kw)
 
 
+def ablations(st: Study) -> None:
+    """The card's two other ablations of BiCoT, each with BiCoT's own rule (stop at mean R >= 0.9, cap
+    ``wm_steps``) on BiCoT's batches: without L_ctrl (λ_c = 0), and with the signature imposed at random completion
+    positions (as many per sequence as it has anchors) instead of at the saliency-chosen anchor types."""
+    c, M0 = st.cfg, st.models["M0"]
+    kw = dict(tok=st.tok, p=c.modulus, depth_range=tuple(c.depth_range), seed=1000 + c.seed, k=c.top_k,
+              anchor_types=st.anchor_types, lr=c.wm_lr, steps=c.wm_steps)
+    st.models["no L_ctrl"], st.info["no L_ctrl"] = wm.embed_watermark(copy.deepcopy(M0), M0, st.B, lam_ctrl=0.0, **kw)
+    st.models["random anchors"], st.info["random anchors"] = wm.embed_watermark(
+        copy.deepcopy(M0), M0, st.B, lam_ctrl=c.lam_ctrl, random_anchors=True, **kw)
+
+
+def control_drift(st: Study, name: str) -> float:
+    """mean over control positions of ‖h − h_M0‖²/d on the white-box prompts' own greedy CoT (what L_ctrl bounds)."""
+    rec = st.info.setdefault("wb_records", {}).get(name) or api.query(st.models[name], st.white_box, st.tok,
+                                                                        st.cfg.top_k, st.max_new)
+    ids = torch.from_numpy(rec.ids)
+    P = rec.prompt_len
+    start = np.full(len(ids), P)
+    from .tasks import ROLE_CONTROL, token_roles
+    ctrl = torch.from_numpy(token_roles(rec.ids, st.tok, st.anchor_types, start) == ROLE_CONTROL)
+    with torch.no_grad():
+        _, h = st.models[name](ids)
+        _, h0 = st.models["M0"](ids)
+    return float(wm.control_loss(h, h0, ctrl))
+
+
+def hidden_leak(st: Study, names=("M0", "hidden")) -> dict:
+    """Where the hidden-state ablation's signature goes (K5). Logits are W_U h, so the part of h in span(B),
+    h_B = BBᵀh, adds W_U h_B ∈ span(W_U B) — the verifier's template — to the logits, whatever the loss aimed at.
+    Per model, at the anchors of the white-box prompts: the hidden ratio; the share of h_B's energy in W_U's row
+    space (the rest is unseen by any logit); how constant h_B is across anchors (‖mean h_B‖² / mean ‖h_B‖²); and the
+    share of the centred non-arg-max top-k logit energy that h_B contributes, ‖W̃_T h_B‖² / (‖W̃_T h_B‖² + ‖W̃_T h_⊥‖²).
+    Also the key's geometry: the share of B in W_U's row space (≈ |V|/d for a random key) and the singular values of
+    W_U B against the mean of W_U's (how much choosing a direction inside span(B) could hide)."""
+    W, B = st.W_U, st.B
+    _, s, Vt = np.linalg.svd(W, full_matrices=False)
+    Vt = Vt[s > 1e-8 * s[0]]
+    P = Vt.T @ Vt
+    sB = np.linalg.svd(W @ B, compute_uv=False)
+    out = {"B in row(W_U)": float(np.trace(B.T @ P @ B) / B.shape[1]), "|V|/d": W.shape[0] / W.shape[1],
+           "sv(W_U B) / rms sv(W_U)": (sB / np.sqrt(np.mean(s ** 2))).tolist()}
+    for name in names:
+        rec = st.info.setdefault("wb_records", {}).get(name) or api.query(st.models[name], st.white_box, st.tok,
+                                                                            st.cfg.top_k, st.max_new)
+        am = api.anchor_mask(rec, st.tok, st.anchor_types)
+        with torch.no_grad():
+            _, h = st.models[name](torch.from_numpy(rec.ids))
+        h = h.numpy()[am].astype(float)
+        hB = h @ B @ B.T
+        hp = h - hB
+        ids = rec.top_ids[am][:, 1:]
+        WT = W[ids] - W[ids].mean(1, keepdims=True)
+        eB = (np.einsum("nkd,nd->nk", WT, hB) ** 2).sum(1)
+        ep = (np.einsum("nkd,nd->nk", WT, hp) ** 2).sum(1)
+        nB = (hB ** 2).sum(1)
+        c = hB.mean(0)
+        out[name] = {"hidden ratio": float(np.mean(nB / (h ** 2).sum(1))),
+                     "h_B in row(W_U)": float(np.mean(((hB @ P) ** 2).sum(1) / np.maximum(nB, 1e-30))),
+                     "h_B constant share": float(c @ c / nB.mean()),
+                     "logit energy from h_B": float(np.mean(eB / np.maximum(eB + ep, 1e-30))),
+                     "gain of W_U on mean h_B / rms sv": float(np.linalg.norm(W @ c) / max(np.linalg.norm(c), 1e-30)
+                                                               / np.sqrt(np.mean(s ** 2)))}
+    return out
+
+
 def white_box(st: Study, names=("M0", "M0c", "BiCoT", "hidden")) -> dict:
     """Anchor R(B) (top-k of the full logits) and ‖Bᵀh‖²/‖h‖² on fresh prompts, per model (arrays over anchors)."""
     out = {}
     for name in names:
         rec = api.query(st.models[name], st.white_box, st.tok, st.cfg.top_k, st.max_new)
+        st.info.setdefault("wb_records", {})[name] = rec
         am = api.anchor_mask(rec, st.tok, st.anchor_types)
         R = wm.energy_ratio_np(rec.top_lp[am], rec.top_ids[am], st.W_U, st.B)
         ids = torch.from_numpy(rec.ids)
@@ -171,6 +238,24 @@ def model_attacks(st: Study) -> dict:
             "trigger_rate": {k: baselines.trigger_rate(m, st.tok, tinfo["triggers"], tinfo["response"]) for k, m in tft.items()},
             "dist_ft": attacks.param_distance(st.models["BiCoT FT"], bic),
             "dist_wm": attacks.param_distance(bic, M0)}
+
+
+def bias_draws(st: Study, n: int) -> list[np.ndarray]:
+    """``n`` draws of the fixed per-token bias δ_v ~ N(0, bias_sigma²) of the output attack; the first is the one C4
+    scores (its generator is the chapter seed's), the others come from independent streams of the same seed."""
+    V_ = st.tok.vocab_size
+    return [np.random.default_rng(4000 + st.cfg.seed if i == 0 else [4000 + st.cfg.seed, i]).normal(0, st.cfg.bias_sigma, V_)
+            for i in range(n)]
+
+
+def bias_margins(st: Study, biases) -> dict:
+    """BiCoT's margin S − μ₀ (mean over the query sets) under each bias draw, with and without registration (K4)."""
+    rsr, no = [], []
+    for b in biases:
+        for reg, dst in ((True, rsr), (False, no)):
+            rb = verify_model(st, "BiCoT", attack={"bias": b}, use_registration=reg, rng=np.random.default_rng(0))
+            dst.append(float(np.mean([r["S"] - r["mu0"] for r in rb])))
+    return {"margin RSR": np.array(rsr), "margin no RSR": np.array(no)}
 
 
 def query_all(st: Study, names, split: str = "id") -> None:

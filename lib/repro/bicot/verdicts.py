@@ -69,7 +69,7 @@ CONTROLS = {
           "accuracy) >= 0.8; whitening removes >= 50 % of the top-r PC energy at anchors.",
     "K4": "Registration works: under the token bias, the fitted δ̂ correlates with the injected δ at r >= 0.95 on "
           "tokens seen at sentinels; >= 90 % of anchors keep >= r + 3 tokens; without registration BiCoT loses >= 50 % "
-          "of its margin S − μ₀.",
+          "of its margin S − μ₀ (margins averaged over independent draws of the bias δ ~ N(0, σ²)).",
     "K5": "The hidden-state ablation is invisible to the verifier (the card's pilot): the signature=\"hidden\" model, a C2 "
           "negative, has z < 2 on every query set.",
 }
@@ -99,15 +99,25 @@ def k1(R_bicot: float, z_bicot, z_m0c) -> dict:
                 reason=_fails(checks))
 
 
-def k5(z_hidden, R_hidden: float, hidden_ratio: float) -> dict:
+def k5(z_hidden, R_hidden: float, hidden_ratio: float, leak: dict | None = None) -> dict:
+    """``leak``: optional mechanism numbers (experiments.hidden_leak): how constant the span(B) part h_B of the
+    ablation's anchor hidden states is, and the share of the centred top-k logit energy it carries (and M0's)."""
     zh = np.asarray(z_hidden, float)
     ok = np.nanmax(zh) < T["K1_z_clean"]
-    return dict(holds=bool(ok), threshold=f"z(hidden ablation) < {T['K1_z_clean']:g} on every set",
-                numbers={"max z hidden": float(np.nanmax(zh)), "median z hidden": float(np.nanmedian(zh)),
-                         "white-box R(B) hidden": R_hidden, "hidden-state ratio": hidden_ratio},
+    numbers = {"max z hidden": float(np.nanmax(zh)), "median z hidden": float(np.nanmedian(zh)),
+               "white-box R(B) hidden": R_hidden, "hidden-state ratio": hidden_ratio}
+    why = ""
+    if leak is not None:
+        lh, l0 = leak["hidden"], leak["M0"]
+        numbers.update({"h_B constant share": lh["h_B constant share"], "logit energy from h_B": lh["logit energy from h_B"],
+                        "logit energy from h_B M0": l0["logit energy from h_B"], "B in row(W_U)": leak["B in row(W_U)"]})
+        why = (f"; its span(B) part h_B is {lh['h_B constant share']:.2f} a constant offset and, through logits = W_U h, "
+               f"carries {lh['logit energy from h_B']:.2f} of the anchors' centred top-k logit energy (M0: "
+               f"{l0['logit energy from h_B']:.3f}), all of it inside the template span(W_U B)")
+    return dict(holds=bool(ok), threshold=f"z(hidden ablation) < {T['K1_z_clean']:g} on every set", numbers=numbers,
                 reason="" if ok else (f"the hidden-state signature (‖Bᵀh‖²/‖h‖² = {hidden_ratio:.2f}) shows in the top-k "
                                       f"log-probs: white-box anchor R(B) {R_hidden:.2f}, z up to {np.nanmax(zh):.2f} "
-                                      f"(>= {T['K1_z_clean']:g})"))
+                                      f"(>= {T['K1_z_clean']:g}){why}"))
 
 
 def k2(acc_m0, acc_damaged) -> dict:
@@ -166,16 +176,27 @@ def k3(dist_ft: float, dist_wm: float, trigger_before: float, dose_z, dose_acc, 
                 reason=_fails(checks))
 
 
-def k4(delta_r: float, kept_share: float, margin_rsr: float, margin_noreg: float) -> dict:
-    loss = 1 - margin_noreg / margin_rsr if margin_rsr > 0 else float("nan")
+def k4(delta_r: float, kept_share: float, margin_rsr, margin_noreg) -> dict:
+    """``margin_rsr`` / ``margin_noreg``: BiCoT's margin S − μ₀ with and without registration, one value or one per
+    draw of the token bias (the attack is a distribution, δ ~ N(0, σ²); one draw is one sample of it). The margin
+    lost is 1 − mean(no RSR) / mean(RSR) over the draws; the per-draw range is reported beside it."""
+    mr, mn = np.atleast_1d(np.asarray(margin_rsr, float)), np.atleast_1d(np.asarray(margin_noreg, float))
+    m_rsr, m_no = float(mr.mean()), float(mn.mean())
+    loss = 1 - m_no / m_rsr if m_rsr > 0 else float("nan")
+    per = 1 - mn / np.where(mr > 0, mr, np.nan)
+    draws = f" (mean over {len(mr)} bias draws; per draw {np.nanmin(per):.2f}–{np.nanmax(per):.2f})" if len(mr) > 1 else ""
     checks = {f"corr(δ̂, δ) on sentinel tokens is {delta_r:.3f} (< {T['K4_r']})": delta_r >= T["K4_r"],
               f"only {100 * kept_share:.0f} % of anchors keep >= r + 3 tokens (< {100 * T['K4_kept']:.0f} %)": kept_share >= T["K4_kept"],
-              f"without registration BiCoT keeps {100 * (1 - loss):.0f} % of its margin S − μ₀ (loses < "
+              f"without registration BiCoT keeps {100 * (1 - loss):.0f} % of its margin S − μ₀{draws} (loses < "
               f"{100 * T['K4_margin_loss']:.0f} %): the bias does not hurt the unregistered score": loss >= T["K4_margin_loss"]}
+    numbers = {"corr(δ̂, δ)": delta_r, "anchors kept": kept_share, "margin RSR": m_rsr,
+               "margin no-RSR": m_no, "margin lost": loss}
+    if len(mr) > 1:
+        numbers.update({"bias draws": len(mr), "margin lost min draw": float(np.nanmin(per)),
+                        "margin lost max draw": float(np.nanmax(per)), "margin lost C4's draw": float(per[0])})
     return dict(holds=all(checks.values()),
                 threshold=f"r >= {T['K4_r']}; kept >= {100 * T['K4_kept']:.0f} %; margin loss without RSR >= {100 * T['K4_margin_loss']:.0f} %",
-                numbers={"corr(δ̂, δ)": delta_r, "anchors kept": kept_share, "margin RSR": margin_rsr,
-                         "margin no-RSR": margin_noreg, "margin lost": loss}, reason=_fails(checks))
+                numbers=numbers, reason=_fails(checks))
 
 
 # ----------------------------------------------------------------------------- claims
