@@ -151,6 +151,17 @@ def test_count_macs_of_linear_and_conv():
     assert metrics.count_macs(lambda: conv(torch.zeros(1, 2, 8, 8)), [conv]) == 3 * 64 * 2 * 9
 
 
+
+def test_time_interleaved_rounds_blocks_and_order():
+    calls = []
+    fns = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
+    t = metrics.time_interleaved(fns, rounds=4, min_block_s=0.0, warmup=2)
+    assert set(t) == {"a", "b"} and all(v.shape == (4,) and (v >= 0).all() for v in t.values())
+    assert calls == ["a", "a", "b", "b"] + ["a", "b"] * 4     # warm-up per path, then one call per path per round
+    calls.clear()
+    metrics.time_interleaved({"a": fns["a"]}, rounds=3, min_block_s=1e-3, warmup=3)
+    assert len(calls) > 3 + 3 * 10           # a sub-µs call is repeated within each round until a block lasts 1 ms
+
 # ----------------------------------------------------------------------------- oracle, generator, alignment
 
 def test_oracle_is_standardized_per_prompt():

@@ -311,11 +311,12 @@ def measure_costs(exp: Experiment) -> dict:
     paths = {"dina": lambda zz: score(rm, zz, y, cfg.eval_sigma, eps=torch.randn(1, B, 16, generator=g)),
              "pixel_big": lambda zz: pix["big"](sh.ae.decode(zz), y),
              "pixel_matched": lambda zz: pix["matched"](sh.ae.decode(zz), y)}
-    for name, fn in paths.items():
-        t = metrics.time_calls(grad_call(fn), repeats=21 if cfg.profile == "full" else 5)
+    rounds = 21 if cfg.profile == "full" else 5
+    for name, t in metrics.time_interleaved({n: grad_call(fn) for n, fn in paths.items()}, rounds).items():
         costs[f"{name}_grad"] = metrics.timing_summary(t, per=B)
-        with torch.no_grad():
-            t = metrics.time_calls(lambda: fn(z), repeats=21 if cfg.profile == "full" else 5)
+    with torch.no_grad():
+        fwd = metrics.time_interleaved({n: (lambda fn=fn: fn(z)) for n, fn in paths.items()}, rounds)
+    for name, t in fwd.items():
         costs[f"{name}_fwd"] = metrics.timing_summary(t, per=B)
     exp.costs.update(costs)
     return costs

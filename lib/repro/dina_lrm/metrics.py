@@ -110,17 +110,33 @@ def count_macs(fn: Callable[[], torch.Tensor], modules: list[nn.Module]) -> int:
     return total[0]
 
 
-def time_calls(fn: Callable[[], object], repeats: int = 15, warmup: int = 3) -> np.ndarray:
-    """CPU seconds (``time.process_time``) of ``repeats`` calls after ``warmup``: CPU time, not wall time,
-    so that the ratio of two paths is not set by what else runs on a shared machine."""
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(repeats):
-        t = time.process_time()
-        fn()
-        out.append(time.process_time() - t)
-    return np.asarray(out)
+def time_interleaved(fns: dict[str, Callable[[], object]], rounds: int = 21, min_block_s: float = 0.03,
+                     warmup: int = 3) -> dict[str, np.ndarray]:
+    """Per-call CPU seconds (``time.process_time``) of several paths, timed in interleaved rounds (timeit-style).
+
+    Each round times every path in turn; a path's sample is the fastest of ``k`` back-to-back calls, with ``k``
+    chosen once from the warm-up so that a block lasts ``min_block_s``. The minimum of a block is the standard
+    estimate of a call's own cost (slower calls are interference from the machine), and the interleaving puts any
+    slow stretch of a shared machine on every path alike. CPU time, not wall time, so that the ratio of two paths
+    is not set by what else runs."""
+    ks = {}
+    for name, fn in fns.items():
+        ts = []
+        for _ in range(warmup):
+            t = time.process_time()
+            fn()
+            ts.append(time.process_time() - t)
+        ks[name] = max(1, math.ceil(min_block_s / max(float(np.median(ts)), 1e-6)))
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            best = math.inf
+            for _ in range(ks[name]):
+                t = time.process_time()
+                fn()
+                best = min(best, time.process_time() - t)
+            out[name].append(best)
+    return {name: np.asarray(v) for name, v in out.items()}
 
 
 def timing_summary(t: np.ndarray, per: int = 1) -> dict:
