@@ -31,10 +31,9 @@ def main() -> None:
         fam = hp.QCQPFamily(n, n, seed=0)
         inst = fam.sample(256, np.random.default_rng(0))
         torch.manual_seed(0)
-        inn = hp.CondRealNVP(n, n, 6, 64, ball_gauge=True)   # the chapter's default map
+        inn = hp.CondStarFlow(n, n, 64, 8)   # the chapter's default map
         with torch.no_grad():
-            for layer in inn.layers:
-                layer.net[-1].weight.normal_(0, 0.01)
+            inn.net[-1].weight.normal_(0, 0.01)
         s = torch.as_tensor(inst.s, dtype=torch.float32)
         c = fam.condition(s)
         z = hp.sample_ball(256, n, torch.Generator().manual_seed(1))

@@ -114,23 +114,96 @@ def test_ball_gauge_maps_the_ball_onto_the_R_ball_for_any_weights():
         z = hp.sample_ball(2000, 6, torch.Generator().manual_seed(3)).double()
         c = (torch.rand(2000, 4) * 2 - 1).double()
         assert float(inn.map(z, c).norm(dim=1).max()) <= 5.0 + 1e-12
-        # every point of the R-ball, the R-sphere included, has a pre-image in the closed unit ball
+        # every interior point of the R-ball has a pre-image in the unit ball, and the round trip is exact
         v = torch.randn(500, 6, dtype=torch.float64)
         x = 5 * v / v.norm(dim=1, keepdim=True) * torch.rand(500, 1, dtype=torch.float64) ** 0.2
-        x[:100] = 5 * v[:100] / v[:100].norm(dim=1, keepdim=True)
         zz = inn.inverse(x, c[:500])
         assert float(zz.norm(dim=1).max()) <= 1.0
-        torch.testing.assert_close(inn.map(zz[100:], c[100:500]), x[100:], atol=1e-7, rtol=1e-7)
-        # R-sphere points: reach_norms keeps those the clamped forward map really returns to, +inf for the others
-        r = hp.inn.reach_norms(inn, x[:100], c[:100])
-        back = inn.map(zz[:100], c[:100])
-        ok = torch.isfinite(r)
-        assert bool((r[ok] <= 1).all())
-        assert float((back[ok] - x[:100][ok]).norm(dim=1).max()) <= hp.inn.REACH_TOL
-        assert bool(((back[~ok] - x[:100][~ok]).norm(dim=1) > hp.inn.REACH_TOL).all())
-        # the radial (untrained) gauge map reaches every sphere point
-        fresh = hp.CondRealNVP(6, 4, 3, 16, ball_gauge=True).double()
-        assert bool((hp.inn.reach_norms(fresh, x[:100], c[:100]) <= 1).all())
+        torch.testing.assert_close(inn.map(zz, c[:500]), x, atol=1e-7, rtol=1e-7)
+
+
+def _random_star(n=6, m=4, hidden=16, bins=8, seed=0, scale=1.0):
+    torch.manual_seed(seed)
+    inn = hp.CondStarFlow(n, m, hidden, bins)
+    with torch.no_grad():
+        inn.net[-1].weight.normal_(0, scale)
+        inn.net[-1].bias.normal_(0, 0.3 * scale)
+    return inn
+
+
+def test_star_flow_untrained_is_radial_and_inverse_is_exact():
+    z = hp.sample_ball(64, 6, torch.Generator().manual_seed(0)).double()
+    c = (torch.rand(64, 4) * 2 - 1).double()
+    with torch.no_grad():
+        torch.testing.assert_close(hp.CondStarFlow(6, 4, 16).double().map(z, c), 5 * z)
+        inn = _random_star().double()
+        x = inn.map(z, c)
+        assert float((inn.inverse(x, c) - z).abs().max()) <= 1e-10
+        assert float(x.norm(dim=1).max()) <= 5.0 + 1e-12
+        assert float(inn.map(torch.zeros(3, 6, dtype=torch.float64), c[:3]).abs().max()) == 0.0   # Φ(0) = 0
+
+
+def test_star_flow_keeps_the_sphere_exactly_in_float32():
+    inn = _random_star(scale=2.0)                       # far from radial, float32 as Hom-PGD uses it
+    v = torch.randn(300, 6)
+    v = v / v.norm(dim=1, keepdim=True)
+    c = torch.rand(300, 4) * 2 - 1
+    with torch.no_grad():
+        assert float((inn.map(v, c) - 5 * v).norm(dim=1).max()) <= 1e-5
+        r = inn.map(0.5 * v, c).norm(dim=1)
+        assert float((r - 2.5).abs().max()) > 0.05      # ... while the interior is really moved
+
+
+def test_star_flow_spline_is_monotone_with_pinned_ends():
+    inn = _random_star(scale=3.0).double()
+    v = torch.randn(50, 6, dtype=torch.float64)
+    v = v / v.norm(dim=1, keepdim=True)
+    c = (torch.rand(50, 4) * 2 - 1).double()
+    w, h, d = inn.spline_params(v, c)
+    r = torch.linspace(0, 1, 401, dtype=torch.float64)
+    rho = torch.stack([hp.inn.rq_spline(torch.full((50,), float(t), dtype=torch.float64), w, h, d)[0] for t in r], 1)
+    assert float(rho[:, 0].abs().max()) <= 1e-12 and float((rho[:, -1] - 1).abs().max()) <= 1e-12
+    assert bool((rho.diff(dim=1) > 0).all())
+
+
+def test_star_flow_logdet_matches_autograd_jacobian():
+    inn = _random_star().double()
+    z = hp.sample_ball(8, 6, torch.Generator().manual_seed(1)).double()
+    c = (torch.rand(8, 4, generator=torch.Generator().manual_seed(2)) * 2 - 1).double()
+    _, logdet, dist = inn(z, c)
+    for i in range(8):
+        J = torch.autograd.functional.jacobian(lambda u: inn.map(u[None], c[i:i + 1])[0], z[i])
+        assert float(logdet[i].detach()) == pytest.approx(float(torch.linalg.slogdet(J)[1] - 6 * np.log(5.0)), abs=1e-8)
+        # in polar coordinates J is triangular: radial stretch v'Jv/R = ρ', tangential u'Ju/R = ρ/r (u ⟂ v)
+        v = z[i] / z[i].norm()
+        u = torch.randn(6, dtype=torch.float64)
+        u = u - (u @ v) * v
+        u = u / u.norm()
+        stretch = torch.stack([v @ J @ v, u @ J @ u]) / 5
+        assert float(dist[i].detach()) == pytest.approx(float(torch.log(stretch).max()), abs=1e-8)
+
+
+def test_reach_misses_rule(fam):
+    """The K2 rule: the star flow reaches every point of the R-sphere (z = x/R); the gauge-wrapped coupling flow
+    misses sphere points when its flow contracts at large radii; a map that shrinks its image misses them badly."""
+    rng = np.random.default_rng(0)
+    inst = fam.sample(40, rng)
+    v = rng.normal(size=(40, fam.n))
+    x = 5 * v / np.linalg.norm(v, axis=1, keepdims=True)
+    star = _random_star(n=fam.n, m=fam.m, scale=2.0)
+    assert hp.reach_misses(star, fam, x, inst.s).max() <= 1e-5
+    assert (hp.preimage_norms(star, fam, x, inst.s) <= 1 + 1e-9).all()
+    wrapped = hp.CondRealNVP(fam.n, fam.m, 3, 16, ball_gauge=True)
+    with torch.no_grad():
+        wrapped.log_a.fill_(np.log(0.3))                 # F contracts: the sphere is reached only at huge |y|
+    d = hp.reach_misses(wrapped, fam, x, inst.s)
+    assert d.min() > 5 * hp.REACH_TAU                    # not reachable within tau from radius 1 - 1e-6
+    assert (hp.preimage_norms(wrapped, fam, x, inst.s) <= 1).all()   # ... though the literal test passes
+    plain = hp.CondRealNVP(fam.n, fam.m, 3, 16)
+    with torch.no_grad():
+        plain.log_a.fill_(np.log(0.5))                   # image = half the R-ball
+    assert hp.reach_misses(plain, fam, x, inst.s) == pytest.approx(np.full(40, 2.5), abs=1e-5)
+    assert (hp.preimage_norms(plain, fam, x, inst.s) > 1).all()
 
 
 @pytest.mark.parametrize("gauge", [False, True])
@@ -309,6 +382,8 @@ def test_k2():
     assert not V.k2(0.25, 0.4, 0.9, 0.02, 0.03)["holds"]
     assert not V.k2(0.05, 0.4, 0.5, 0.02, 0.03)["holds"]
     assert not V.k2(0.05, 0.4, 0.9, 0.04, 0.03)["holds"]
+    r = V.k2(0.05, 0.4, 0.79, 0.02, 0.03, coverage_literal=1.0, median_miss=0.02)
+    assert not r["holds"] and r["numbers"]["reach tolerance"] == pytest.approx(5e-3)
 
 
 def test_k3():
@@ -359,6 +434,11 @@ def test_c5():
     assert V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.5, 0.4, 0.3], [0.2, 0.1, 0.1])["holds"]
     assert not V.c5([1, 2, 3], [0.3, 0.2, 0.25], [0.5, 0.4, 0.3], [0.2, 0.1, 0.1])["holds"]
     assert not V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.5, 0.4, 0.3], [0.1, 0.2, 0.1])["holds"]
+    assert not V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.5, 0.5, 0.3], [0.2, 0.1, 0.1])["holds"]
+    # unreachable fraction 0 throughout (reached by construction): at its floor, decides nothing
+    ok = V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [0.2, 0.1, 0.1])
+    assert ok["holds"] and "decides nothing" in ok["reason"]
+    assert not V.c5([1, 2, 3], [0.3, 0.3, 0.1], [0.0, 0.0, 0.0], [0.2, 0.1, 0.1])["holds"]
 
 
 def test_c6():
@@ -366,13 +446,3 @@ def test_c6():
     assert V.c6(W, [0.03 + 1e-7 * w for w in W])["holds"]
     assert not V.c6(W, [0.05, 0.01, 0.06, 0.02])["holds"]
     assert V.c6(W, [0.1] * 4, smoke=True)["holds"] is None
-
-
-def test_round_trip_errors_zero_for_plain_flow_and_reach_norms_consistent(fam):
-    inn = _random_inn()
-    rng = np.random.default_rng(4)
-    inst = fam.sample(20, rng)
-    x = rng.uniform(-2, 2, (20, fam.n))
-    assert float(hp.inn.round_trip_errors(inn, fam, x, inst.s).max()) <= 1e-9
-    zn = hp.preimage_norms(inn, fam, x, inst.s)
-    assert np.isfinite(zn).all()

@@ -1,16 +1,16 @@
 """Chapter 14 · Hom-PGD⁺: projected gradient descent in the latent unit ball of a learned invertible map onto a
 non-convex feasible set (ICML 2026; authors' code github.com/emliang/Homeomorphic-Optimization, read, not copied).
 
-Modules: ``problems`` (the parametric non-convex QCQP family, ray re-entry check), ``inn`` (the conditional
-RealNVP Φ and its unsupervised MDH training, ε_inn), ``optim`` (batched Hom-PGD⁺ with the segment bisection,
+Modules: ``problems`` (the parametric non-convex QCQP family, ray re-entry check), ``inn`` (the map Φ: a
+boundary-preserving star flow or a conditional RealNVP; its unsupervised MDH training; ε_inn and reach), ``optim`` (batched Hom-PGD⁺ with the segment bisection,
 the gradient mapping), ``baselines`` (multistart SLSQP, PGD with exact projection, penalty / ALM, Shor SDP),
 ``experiments`` (the chapter's runs), ``verdicts`` (CLAIMS, CONTROLS and their decision functions), ``plots``.
 No compiled kernel: ``benchmarks/bench_hom_pgd.py`` measures the share of the constraint einsum in an iteration.
 """
 from . import baselines, experiments, plots, verdicts
 from .config import Config
-from .inn import (CondRealNVP, MDHWeights, TrainResult, eps_inn, mdh_loss, n_params, preimage_norms, radial_map,
-                  sample_ball, train_mdh)
+from .inn import (REACH_TAU, CondRealNVP, CondStarFlow, MDHWeights, TrainResult, eps_inn, mdh_loss, n_params, preimage_norms, radial_map,
+                  reach_misses, sample_ball, train_mdh)
 from .optim import (FEAS_TOL, Result, gradient_mapping, hom_pgd, min_g2_curve, proj_ball, segment_bisection,
                     time_per_iteration)
 from .problems import BOX, RADIUS, Instances, QCQPFamily, ray_reentry, sphere
@@ -19,7 +19,7 @@ from .verdicts import CLAIMS, CONTROLS, THRESHOLDS
 __all__ = [
     "Config", "CLAIMS", "CONTROLS", "THRESHOLDS", "verdicts", "baselines", "experiments", "plots",
     "QCQPFamily", "Instances", "ray_reentry", "sphere", "BOX", "RADIUS",
-    "CondRealNVP", "MDHWeights", "TrainResult", "train_mdh", "mdh_loss", "sample_ball", "eps_inn", "preimage_norms",
+    "CondRealNVP", "CondStarFlow", "reach_misses", "REACH_TAU", "MDHWeights", "TrainResult", "train_mdh", "mdh_loss", "sample_ball", "eps_inn", "preimage_norms",
     "radial_map", "n_params",
     "hom_pgd", "Result", "proj_ball", "segment_bisection", "gradient_mapping", "min_g2_curve", "time_per_iteration",
     "FEAS_TOL",

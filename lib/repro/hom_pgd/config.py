@@ -32,6 +32,11 @@ class Config(BaseConfig):
     # INN and its MDH training
     inn_blocks: int = knob(6, ge=1, le=16, doc="affine coupling blocks (alternating halves) + a final affine")
     inn_hidden: int = knob(64, ge=4, le=1024, doc="hidden width of every coupling net (2 hidden layers)")
+    inn_arch: str = knob("star", choices=("star", "realnvp"), doc="the map Φ: 'star' = boundary-preserving radial "
+                         "spline flow (keeps the unit sphere on the R-sphere); 'realnvp' = affine couplings (see ball_gauge)")
+    spline_bins: int = knob(8, ge=2, le=64, doc="bins of the star flow's monotone radial spline")
+    w_lip: float = knob(0.0, ge=0, le=100, doc="weight of the Lipschitz term 0.1·max D (authors: 0.1; 0 for the star "
+                                               "flow, whose pinned sphere makes max D > 0 for every carving map)")
     ball_gauge: bool = knob(True, doc="wrap the flow in exact radial maps onto the R-ball (the authors' CvxINN "
                                       "construction for the convex part of C); False: the plain flow, x = 5 F(z)")
     train_steps: int = knob(4000, ge=10, le=100_000, doc="Adam steps of MDH training (lr 1e-3, EMA 0.99)")

@@ -12,7 +12,9 @@ import numpy as np
 import torch
 
 from . import baselines as bl
-from .inn import CondRealNVP, MDHWeights, eps_inn, n_params, preimage_norms, radial_map, train_mdh
+from .inn import (CondRealNVP, CondStarFlow, MDHWeights, eps_inn, n_params, preimage_norms, radial_map, reach_misses,
+                  train_mdh)
+from .inn import REACH_TAU
 from .optim import Result, hom_pgd, min_g2_curve, time_per_iteration
 from .problems import Instances, QCQPFamily, ray_reentry
 
@@ -22,11 +24,20 @@ def rel_gap(f: np.ndarray, f_ref: np.ndarray) -> np.ndarray:
     return (np.asarray(f) - np.asarray(f_ref)) / np.abs(np.asarray(f_ref))
 
 
-def build_inn(cfg, n: int, m: int, hidden: int | None = None) -> CondRealNVP:
-    """The chapter's INN for size (n, m): ``cfg.inn_blocks`` couplings of width ``hidden`` (default ``cfg.inn_hidden``),
-    wrapped in the exact R-ball gauge when ``cfg.ball_gauge``."""
+def build_inn(cfg, n: int, m: int, hidden: int | None = None, blocks: int | None = None) -> CondStarFlow | CondRealNVP:
+    """The chapter's map Φ for size (n, m): the boundary-preserving star flow (``cfg.inn_arch == "star"``, an MLP of
+    width ``hidden``, default ``cfg.inn_hidden``, with ``cfg.spline_bins`` bins) or ``blocks`` (default
+    ``cfg.inn_blocks``) affine couplings of that width, wrapped in the exact R-ball gauge when ``cfg.ball_gauge``.
+    Untrained, either is the radial map x = R z."""
     torch.manual_seed(cfg.seed)
-    return CondRealNVP(n, m, cfg.inn_blocks, hidden or cfg.inn_hidden, ball_gauge=cfg.ball_gauge)
+    if cfg.inn_arch == "star":
+        return CondStarFlow(n, m, hidden or cfg.inn_hidden, cfg.spline_bins)
+    return CondRealNVP(n, m, blocks or cfg.inn_blocks, hidden or cfg.inn_hidden, ball_gauge=cfg.ball_gauge)
+
+
+def mdh_weights(cfg) -> MDHWeights:
+    """The MDH loss weights of the config (hinge ``w_pen``, Lipschitz ``w_lip``; distortion 0.01 as the authors)."""
+    return MDHWeights(pen=cfg.w_pen, lip=cfg.w_lip)
 
 
 def radial_infeasible(family: QCQPFamily, k: int, seed: int) -> float:
@@ -102,7 +113,7 @@ def scale_run(cfg, n: int, inn: CondRealNVP | None = None, train_s: float | None
         inn = build_inn(cfg, n, n)
         steps = cfg.scale_train_steps if n == 30 or n == min(cfg.scale_sizes) else cfg.scale_timing_steps
         inn, tr = train_mdh(inn, family, steps, cfg.scale_train_batch, cfg.seed + n,
-                            weights=MDHWeights(pen=cfg.w_pen))
+                            weights=mdh_weights(cfg))
         train_s = tr.seconds
     if progress:
         progress(f"n = {n}: INN ready ({train_s:.0f} s of training)")
@@ -131,7 +142,7 @@ def checkpoint_eval(cfg, family: QCQPFamily, state: dict, inst: Instances, ref: 
     inn = build_inn(cfg, family.n, family.m)
     inn.load_state_dict(state)
     eps = eps_inn(inn.map, family, cfg.eps_samples, cfg.seed + 5)
-    unreach = float((preimage_norms(inn, family, ref.x, inst.s) > 1).mean())
+    unreach = float((reach_misses(inn, family, ref.x, inst.s) > REACH_TAU * family.radius).mean())
     r = hom_pgd(inn.map, family, inst, cfg.latent_iters, lr=cfg.lr_latent, bisection_steps=cfg.bisection_steps)
     return Checkpoint(0, eps, unreach, float(np.median(rel_gap(r.f, ref.f))))
 
@@ -145,8 +156,8 @@ def width_timing(cfg, family: QCQPFamily, inst: Instances) -> tuple[list[int], l
         for p in inn.parameters():
             p.requires_grad_(False)
         with torch.no_grad():           # a non-trivial map: small random last layers
-            for layer in inn.layers:
-                layer.net[-1].weight.normal_(0, 0.01)
+            for net in ([inn.net] if isinstance(inn, CondStarFlow) else [layer.net for layer in inn.layers]):
+                net[-1].weight.normal_(0, 0.01)
         W.append(n_params(inn))
         sec.append(time_per_iteration(inn.map, family, batch, iters=20, lr=cfg.lr_latent,
                                       bisection_steps=cfg.bisection_steps))

