@@ -334,3 +334,25 @@ def test_incremental_decoding_matches_full_pass(tiny):
             out.append(tiny.step(ids[:, j:j + 1], caches, j))
         full, _ = tiny(ids)
     assert torch.allclose(torch.stack(out, 1), full[:, 5:], atol=1e-5)
+
+
+def test_leak_decomposition_splits_the_key_part():
+    """h inside span(B) puts all of its centred top-k logit energy in W_U h_B; h orthogonal to B none; a constant
+    h_B has constant share 1."""
+    from repro.bicot.experiments import leak_decomposition
+    g = np.random.default_rng(0)
+    V, d, k, n = 19, 64, 10, 50
+    W = g.standard_normal((V, d))
+    B = bicot.make_key(3, d, 2)
+    ids = np.array([g.permutation(V)[:k] for _ in range(n)])
+    h_in = np.tile(B @ np.array([2.0, -1.0]), (n, 1))
+    a = leak_decomposition(h_in, ids, W, B)
+    assert a["hidden ratio"] == pytest.approx(1) and a["logit energy from h_B"] == pytest.approx(1)
+    assert a["h_B constant share"] == pytest.approx(1)
+    h_out = g.standard_normal((n, d))
+    h_out -= h_out @ B @ B.T
+    b = leak_decomposition(h_out, ids, W, B)
+    assert b["hidden ratio"] < 1e-12 and b["logit energy from h_B"] < 1e-12
+    # a random key: about |V|/d of its energy in W_U's row space
+    c = leak_decomposition(g.standard_normal((4000, d)), np.tile(ids[:1], (4000, 1)), W, B)
+    assert 0.15 < c["h_B in row(W_U)"] < 0.5

@@ -164,24 +164,38 @@ def hidden_leak(st: Study, names=("M0", "hidden")) -> dict:
         rec = st.info.setdefault("wb_records", {}).get(name) or api.query(st.models[name], st.white_box, st.tok,
                                                                             st.cfg.top_k, st.max_new)
         am = api.anchor_mask(rec, st.tok, st.anchor_types)
+        keys = ("hidden ratio", "h_B in row(W_U)", "h_B constant share", "logit energy from h_B",
+                "gain of W_U on mean h_B / rms sv")
+        if not am.any():                     # no anchor in the generated traces (an untrained smoke model)
+            out[name] = dict.fromkeys(keys, float("nan"))
+            continue
         with torch.no_grad():
             _, h = st.models[name](torch.from_numpy(rec.ids))
-        h = h.numpy()[am].astype(float)
-        hB = h @ B @ B.T
-        hp = h - hB
-        ids = rec.top_ids[am][:, 1:]
-        WT = W[ids] - W[ids].mean(1, keepdims=True)
-        eB = (np.einsum("nkd,nd->nk", WT, hB) ** 2).sum(1)
-        ep = (np.einsum("nkd,nd->nk", WT, hp) ** 2).sum(1)
-        nB = (hB ** 2).sum(1)
-        c = hB.mean(0)
-        out[name] = {"hidden ratio": float(np.mean(nB / (h ** 2).sum(1))),
-                     "h_B in row(W_U)": float(np.mean(((hB @ P) ** 2).sum(1) / np.maximum(nB, 1e-30))),
-                     "h_B constant share": float(c @ c / nB.mean()),
-                     "logit energy from h_B": float(np.mean(eB / np.maximum(eB + ep, 1e-30))),
-                     "gain of W_U on mean h_B / rms sv": float(np.linalg.norm(W @ c) / max(np.linalg.norm(c), 1e-30)
-                                                               / np.sqrt(np.mean(s ** 2)))}
+        out[name] = leak_decomposition(h.numpy()[am].astype(float), rec.top_ids[am], W, B)
     return out
+
+
+def leak_decomposition(h: np.ndarray, top_ids: np.ndarray, W: np.ndarray, B: np.ndarray) -> dict:
+    """For hidden states ``h`` (n, d) at anchors and their top-k ids (n, k): split h = h_B + h_⊥ with h_B = BBᵀh and
+    measure (see :func:`hidden_leak`) the hidden ratio, h_B's share in W_U's row space, how constant h_B is, the share
+    of the centred non-arg-max top-k logit energy that W_U h_B carries, and W_U's gain on the mean h_B."""
+    _, s, Vt = np.linalg.svd(W, full_matrices=False)
+    Vt = Vt[s > 1e-8 * s[0]]
+    P = Vt.T @ Vt
+    hB = h @ B @ B.T
+    hp = h - hB
+    ids = top_ids[:, 1:]
+    WT = W[ids] - W[ids].mean(1, keepdims=True)
+    eB = (np.einsum("nkd,nd->nk", WT, hB) ** 2).sum(1)
+    ep = (np.einsum("nkd,nd->nk", WT, hp) ** 2).sum(1)
+    nB = (hB ** 2).sum(1)
+    c = hB.mean(0)
+    return {"hidden ratio": float(np.mean(nB / (h ** 2).sum(1))),
+            "h_B in row(W_U)": float(np.mean(((hB @ P) ** 2).sum(1) / np.maximum(nB, 1e-30))),
+            "h_B constant share": float(c @ c / max(nB.mean(), 1e-30)),
+            "logit energy from h_B": float(np.mean(eB / np.maximum(eB + ep, 1e-30))),
+            "gain of W_U on mean h_B / rms sv": float(np.linalg.norm(W @ c) / max(np.linalg.norm(c), 1e-30)
+                                                      / np.sqrt(np.mean(s ** 2)))}
 
 
 def white_box(st: Study, names=("M0", "M0c", "BiCoT", "hidden")) -> dict:
