@@ -439,6 +439,9 @@ def test_c5():
     ok = V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [0.2, 0.1, 0.1])
     assert ok["holds"] and "decides nothing" in ok["reason"]
     assert not V.c5([1, 2, 3], [0.3, 0.3, 0.1], [0.0, 0.0, 0.0], [0.2, 0.1, 0.1])["holds"]
+    # a median gap at the float32 floor: a rise of 1e-7 is rounding, a rise of 1e-4 is not
+    assert V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [-3e-8, 4e-8, 5e-8])["holds"]
+    assert not V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [1e-5, 1e-4, 1e-4])["holds"]
 
 
 def test_c6():
