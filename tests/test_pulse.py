@@ -607,3 +607,26 @@ def test_random_floor_averages_several_initialisations():
     torch.manual_seed(5)
     first = P.SimCLR(3, hidden=cfg.hidden, emb=cfg.emb_dim, depth=cfg.depth)
     assert torch.equal(next(first.encoder.parameters()), next(encs[0].encoder.parameters()))
+
+
+# ----------------------------------------------------------------------------- K4: predictability of ECG windows
+def test_same_recording_nn_recovers_a_periodic_signal():
+    t = np.arange(600)
+    rec = np.stack([np.sin(2 * np.pi * t / 25), np.cos(2 * np.pi * t / 25)], -1)[None].repeat(2, 0).astype(np.float32)
+    ws = P.make_windows(rec, np.array([0, 1]), np.array([0, 1]), 100, 50)
+    r = P.same_recording_nn_r2(ws, context=4, k=3)
+    assert r["r2"] > 0.999 and r["r2_second_half"] > 0.999
+    mask = np.zeros((len(ws), 100, 1))
+    mask[:, 40:60] = 1
+    assert P.same_recording_nn_r2(ws, k=3, mask=mask)["r2"] > 0.999
+
+
+def test_ecg_ceiling_is_one_without_jitter_and_below_with_it():
+    rng = np.random.default_rng(0)
+    subj = P.sample_subjects(8, rng, jitter=False)
+    regular = subj.take(np.flatnonzero(subj.label != 3))  # the irregular class draws iid intervals
+    r = P.ecg_prediction_ceiling(regular, n_windows=6, n_draws=3, seed=0)
+    assert r["r2"] > 1 - 1e-9
+    jit = P.sample_subjects(8, np.random.default_rng(0))
+    r = P.ecg_prediction_ceiling(jit, n_windows=12, n_draws=6, seed=0)
+    assert 0 < r["r2"] < 0.99 and r["r2_first10"] > r["r2_second_half"]

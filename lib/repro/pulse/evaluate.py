@@ -218,3 +218,131 @@ def heldout_flattening(eval_steps, eval_losses, tail: float = 0.1) -> dict[str, 
     before, last = L[i], L[-1]
     return {"improvement_last_10pct": float((before - last) / abs(before)) if before != 0 else float("nan"),
             "end_to_start": float(last / L[0]) if L[0] != 0 else float("nan")}
+
+
+# ----------------------------------------------------------------------------- K4: how predictable is an ECG window?
+def _beats_from(subj, i: int, t_begin: float, t_end: float, rng: np.random.Generator,
+                shared: tuple[np.ndarray, np.ndarray] | None = None, t_split: float = 0.0):
+    """Beat onsets and intervals of subject ``i`` from ``t_begin`` (absolute recording time) past ``t_end``, as
+    :func:`repro.pulse.generators.beat_times` draws them; the beats of ``shared`` whose onset is before
+    ``t_split`` are kept and only later beats are redrawn from ``rng``."""
+    from .generators import rr_modulation
+    ts, rrs = [], []
+    if shared is not None:
+        keep = shared[0] < t_split
+        ts, rrs = list(shared[0][keep]), list(shared[1][keep])
+    t = ts[-1] + rrs[-1] if ts else t_begin
+    while t <= t_end + 2.0:
+        if subj.irregular[i]:
+            k = 1.0 / subj.rr_cv[i] ** 2
+            rr = float(np.clip(rng.gamma(k, subj.rr0[i] / k), 0.3, 2.0))
+        else:
+            rr = float(rr_modulation(subj, i, np.array([t]))[0] * (1 + subj.rr_cv[i] * rng.standard_normal()))
+        ts.append(t)
+        rrs.append(rr)
+        t += rr
+    return np.array(ts), np.array(rrs)
+
+
+def ecg_prediction_ceiling(subj, window: int = 100, fs: int = 50, rec_seconds: float = 20.0, n_windows: int = 96,
+                           n_draws: int = 16, burn_in: float = 1.0, seed: int = 0, fs_int: int = 500) -> dict:
+    """Held-out reconstruction R^2 that *no* model predicting an ECG window from its start can beat by much.
+
+    For ``n_windows`` windows of the subjects ``subj`` (a random subject, start time and cycle phase each), the
+    generator is run ``n_draws`` times with everything shared -- the subject's waves, RR_0, the respiratory and
+    Mayer modulation of the RR interval at the window's own time, the respiratory baseline, the state on the
+    limit cycle at the window's first sample, the interval of the beat in progress -- except the per-beat RR
+    jitter of the beats that start inside the window (the irregular class: its iid intervals). The mean of the
+    draws is the best mean-squared-error prediction of the continuation given all of that; its R^2 against the
+    draws, on x_1 .. x_{T-1} of the two channels as :func:`reconstruction_r2` scores PULSE, is what a perfect
+    model of the system would reach (noise, wander and gain are left out, which can only raise it).
+    Returns the R^2 overall, over the first 10 and the last half of the target steps, and per class."""
+    from .generators import integrate_ecg, two_channels
+
+    rng = np.random.default_rng([seed, 19, 13])
+    h = 1.0 / fs_int
+    k = fs_int // fs
+    n_burn = int(round(burn_in * fs))
+    span = (n_burn + window) / fs
+    n_steps = int(round(span * fs_int))
+    t_half = np.arange(2 * n_steps + 1) * (h / 2)
+    rows, omegas, z0s, x0s, who = [], [], [], [], []
+    for w in range(n_windows):
+        i = int(rng.integers(len(subj)))
+        t_begin = float(rng.uniform(0, max(rec_seconds - span, 0)))
+        t_split = t_begin + burn_in
+        shared = _beats_from(subj, i, t_begin, t_begin + span, rng)
+        phi = rng.uniform(-np.pi, np.pi)
+        for d in range(n_draws):
+            tk, rr = _beats_from(subj, i, t_begin, t_begin + span, rng, shared, t_split)
+            rr_grid = rr[np.searchsorted(tk, t_begin + t_half, side="right") - 1]
+            omegas.append(2 * np.pi / rr_grid)
+            z0s.append(0.005 * np.sin(2 * np.pi * subj.f_rsa[i] * (t_begin + t_half) + subj.phases[i, 2]))
+            x0s.append([np.cos(phi), np.sin(phi), 0.0])
+            rows.append(i)
+        who.append(int(subj.label[i]))
+    idx = np.array(rows)
+    traj = integrate_ecg(np.array(x0s), np.array(omegas), np.array(z0s), subj.a[idx], subj.b[idx], subj.theta[idx], h)
+    z = traj[:, 1:, 2]
+    z = z[:, : (n_burn + window) * k].reshape(len(idx), n_burn + window, k).mean(axis=2)[:, n_burn:]
+    x = two_channels(z).reshape(n_windows, n_draws, window, 2)[:, :, 1:]   # targets x_1 .. x_{T-1}
+    pred = np.broadcast_to(x.mean(axis=1, keepdims=True), x.shape)
+    ones = np.ones((1, 1, 1))
+    flat = lambda a: a.reshape(-1, a.shape[-2], a.shape[-1])
+    out = {"r2": masked_r2(flat(pred), flat(x), ones),
+           "r2_first10": masked_r2(flat(pred[:, :, :10]), flat(x[:, :, :10]), ones),
+           "r2_second_half": masked_r2(flat(pred[:, :, window // 2:]), flat(x[:, :, window // 2:]), ones)}
+    lab = np.array(who)
+    for c in np.unique(lab):
+        out[f"r2_class{c}"] = masked_r2(flat(pred[lab == c]), flat(x[lab == c]), ones)
+    return out
+
+
+def same_recording_nn_r2(ws: WindowSet, context: int = 4, k: int = 20, mask: np.ndarray | None = None) -> dict:
+    """R^2 of a nearest-neighbour predictor that knows each window's *system* exactly: it predicts a held-out
+    window from the ``k`` windows of the *same recording* (every start, none overlapping the window) that match
+    it best on what the model is given, averaging their values.
+
+    * ``mask=None`` (PULSE's task at t0 = 0): match the first ``context`` samples (PULSE's h0 reads x_0 .. x_3),
+      predict and score the continuation x_1 .. x_{T-1}; R^2 overall, over its first 10 and its last half.
+    * ``mask`` (N, T, 1), 1 on hidden steps (MAE's task): match the visible samples, predict and score the
+      hidden ones; R^2 under the key ``r2``."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    T = ws.X.shape[1]
+    R = ws.recordings
+    L = R.shape[1]
+    pred = np.zeros(ws.X.shape)
+    for r in np.unique(ws.rec):
+        cand = sliding_window_view(R[r], T, axis=0).transpose(0, 2, 1)  # (L-T+1, T, C)
+        starts = np.arange(L - T + 1)
+        for i in np.flatnonzero(ws.rec == r):
+            s = int(ws.start[i])
+            W = cand[(starts + T <= s) | (starts >= s + T)]
+            if mask is None:
+                d = ((W[:, :context] - ws.X[i, :context]) ** 2).sum(axis=(1, 2))
+            else:
+                d = (((W - ws.X[i]) ** 2) * (1 - mask[i])).sum(axis=(1, 2))
+            pred[i] = W[np.argsort(d, kind="stable")[:k]].mean(axis=0)
+    true = ws.X.astype(float)
+    ones = np.ones((1, 1, 1))
+    if mask is not None:
+        return {"r2": masked_r2(pred, true, mask)}
+    pred, true = pred[:, 1:], true[:, 1:]
+    return {"r2": masked_r2(pred, true, ones), "r2_first10": masked_r2(pred[:, :10], true[:, :10], ones),
+            "r2_second_half": masked_r2(pred[:, T // 2:], true[:, T // 2:], ones)}
+
+
+@torch.no_grad()
+def pulse_horizon_r2(model: torch.nn.Module, ws: WindowSet) -> dict:
+    """PULSE's t0 = 0 reconstruction R^2 on the windows ``ws`` (as :func:`reconstruction_r2`), overall, over the
+    first 10 target steps and over the last half: how fast the forecast loses the waveform."""
+    model.eval()
+    x = torch.as_tensor(ws.X)
+    c, H = model.encoder(x)
+    pred, true, _ = model.reconstruct(c, H, x, torch.zeros(len(x), dtype=torch.long))
+    p, t = pred.numpy(), true.numpy()
+    h = (ws.X.shape[1]) // 2
+    ones = np.ones((1, 1, 1))
+    return {"r2": masked_r2(p, t, ones), "r2_first10": masked_r2(p[:, :10], t[:, :10], ones),
+            "r2_second_half": masked_r2(p[:, h:], t[:, h:], ones)}

@@ -30,8 +30,9 @@ from repro.common.stats import mean_ci
 
 from .baselines import DSVAE, MaskedAE, SimCLR, Supervised, TS2VecLite
 from .config import Config
-from .evaluate import (bootstrap_drop_diff, finetune_transfer, heldout_flattening, label_subset, linear_probe,
-                       loss_flattening, reconstruction_r2, ridge_r2)
+from .evaluate import (bootstrap_drop_diff, ecg_prediction_ceiling, finetune_transfer, heldout_flattening, label_subset,
+                       linear_probe, loss_flattening, pulse_horizon_r2, reconstruction_r2, ridge_r2,
+                       same_recording_nn_r2)
 from .generators import Dataset, WindowSet, ecg_dataset, lorenz_dataset, ppg_dataset
 from .pulse import PULSE
 from .training import TrainLog, cache_key, embed, fit, n_steps
@@ -333,6 +334,29 @@ def run_ecg(cfg: Config) -> Run:
     return run
 
 
+def ecg_predictability(cfg: Config, ecg: Run, seed: int | None = None) -> dict:
+    """How much of an ECG window can a model rebuild from what it is given? (K4's reconstruction check, read
+    against what the data allow.) On the held-out windows of ``seed`` (default the first): PULSE's t0 = 0 R^2
+    overall / first 10 steps / last half; the same for a nearest-neighbour forecaster that knows each window's
+    system exactly (other windows of the same recording) and matches its first 4 samples (PULSE's h0) or 10;
+    the same predictor on MAE's task (match the visible patches, predict the hidden ones, MAE's mask draw);
+    and the generator ceiling (:func:`repro.pulse.evaluate.ecg_prediction_ceiling`) on the held-out subjects."""
+    s = seeds(cfg)[0] if seed is None else seed
+    ds = ecg.datasets[s]
+    ws = heldout(ds)
+    out = {"nn4": same_recording_nn_r2(ws, context=4), "nn10": same_recording_nn_r2(ws, context=10)}
+    if (s, "pulse") in ecg.models:
+        out["pulse"] = pulse_horizon_r2(ecg.models[(s, "pulse")], ws)
+    if (s, "mae") in ecg.models:
+        mask = ecg.models[(s, "mae")].patch_mask(len(ws), ws.X.shape[1], torch.Generator().manual_seed(int(s)))
+        out["nn_mae_task"] = same_recording_nn_r2(ws, mask=mask.numpy())
+        out["mae"] = {"r2": reconstruction_r2(ecg.models[(s, "mae")], ws, s)}
+    ids = np.unique(ws.rec)
+    out["ceiling"] = ecg_prediction_ceiling(ds.info["subjects"].take(ids), window=cfg.window, fs=cfg.fs,
+                                            rec_seconds=cfg.rec_seconds, seed=s)
+    return out
+
+
 def run_label_efficiency(cfg: Config, ecg: Run, probe_methods=("pulse", "simclr")) -> pd.DataFrame:
     """Probe accuracy with a fraction of the ECG training labels (same stratified draws for every method),
     against the encoder trained from scratch on exactly those labels for ``scratch_steps`` optimizer steps
@@ -455,13 +479,13 @@ def code_swap_test(model: PULSE, ds: Dataset, seed: int = 0, draws: int = 1) -> 
     model.eval()
     x = torch.as_tensor(ws.X)
     t0 = torch.zeros(len(x), dtype=torch.long)
-    H = model.encoder(x)[1]
-    C = model.encoder(x)[0]  # every held-out window's code; a swap picks rows of it
+    C, H = model.encoder(x)  # every held-out window's code; a swap picks rows of it
+    drive, feats = model.tv(H), model.init_encoder.proj(x)  # the window's own d and h0, shared by every swap
     same_pool = [np.flatnonzero((ws.y == ws.y[i]) & (ws.rec != ws.rec[i])) for i in range(len(ws))]
     other_pool = [np.flatnonzero(ws.y != ws.y[i]) for i in range(len(ws))]
 
     def err(src: np.ndarray) -> float:
-        pred, true, m = model.reconstruct(C[torch.as_tensor(src)], H, x, t0)
+        pred, true, m = model.decode(C[torch.as_tensor(src)], drive, feats, x, t0)
         return float((((pred * m) - true) ** 2).mean())
 
     out = [dict(code_from="own window", mse=err(np.arange(len(ws))))]

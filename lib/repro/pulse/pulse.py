@@ -25,9 +25,10 @@ Variants (``variant=``):
 
 Masking follows ``utils/common.py`` (``get_pred_true``, ``shift_and_mask``): targets rolled by t0+1, the padded
 tail masked, and the mean of each pass taken over its B x (T-1-min t0) x C entries *including* the masked
-zeros, as the released code does. Two exact speed-ups: E(x) is computed once per batch (the repo recomputes
-it per pass; E has no dropout) and all passes run as one GRU call (a GRU is causal, so padding a shorter
-pass to T-1 steps does not change its valid outputs).
+zeros, as the released code does. Exact speed-ups: E(x), the drive d and InitConv(x) are computed once per
+batch (the repo recomputes E per pass; none of them has dropout or depends on t0 before its output is
+indexed) and all passes run as one GRU call (a GRU is causal, so padding a shorter pass to T-1 steps does
+not change its valid outputs).
 """
 from __future__ import annotations
 
@@ -153,8 +154,15 @@ class PULSE(nn.Module):
     def reconstruct(self, c: torch.Tensor, H_drive: torch.Tensor, x_target: torch.Tensor,
                     t0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Predictions, targets and mask (each (B, T-1, ·)) of one batched pass with starts ``t0``."""
-        d, _ = shift_and_mask(self.tv(H_drive), t0)
-        h0 = self.init_encoder(x_target, t0)
+        return self.decode(c, self.tv(H_drive), self.init_encoder.proj(x_target), x_target, t0)
+
+    def decode(self, c: torch.Tensor, drive: torch.Tensor, init_feats: torch.Tensor, x_target: torch.Tensor,
+               t0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`reconstruct` from the drive d = TimeVarying(H) (B, T, tv) and the initial-condition features
+        InitConv(x_target) (B, T, gru) of whole windows, already computed: h0 is the row of ``init_feats`` at t0,
+        d is rolled by t0 + 1 like the target."""
+        d, _ = shift_and_mask(drive, t0)
+        h0 = init_feats[torch.arange(len(t0)), t0]
         T = x_target.shape[1]
         inputs = torch.cat([c[:, None, :].expand(-1, T - 1, -1), d], dim=-1)
         pred = self.recon(self.dropout(inputs), h0)
@@ -190,7 +198,11 @@ class PULSE(nn.Module):
                 H = self.encoder(x_target)[1]
             P = len(starts)
             t0 = torch.cat(starts)
-            pred, true, m = self.reconstruct(c.repeat(P, 1), H.repeat(P, 1, 1), x_target.repeat(P, 1, 1), t0)
+            # the drive and InitConv read whole windows, so they are computed once per batch and each pass
+            # picks its rows (the passes differ only by t0)
+            drive, feats = self.tv(H), self.init_encoder.proj(x_target)
+            rep = torch.arange(B).repeat(P)
+            pred, true, m = self.decode(c[rep], drive[rep], feats[rep], x_target[rep], t0)
             sse = ((pred * m - true) ** 2).sum(dim=(1, 2)).view(P, B).sum(dim=1)
             L = torch.stack([T - 1 - s.min() for s in starts]).to(sse.dtype)
             losses = list(sse / (B * L * C))
