@@ -49,12 +49,12 @@ def slsqp_single(family: QCQPFamily, Q: np.ndarray, p: np.ndarray, s: np.ndarray
     ballj = lambda x: -2 * x[None, :]                              # noqa: E731
     cons = [{"type": "ineq", "fun": g, "jac": gj}, {"type": "ineq", "fun": ball, "jac": ballj}] if analytic else \
         [{"type": "ineq", "fun": g}, {"type": "ineq", "fun": ball}]
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = minimize(fun, x0, jac=jac if analytic else None, method="SLSQP", constraints=cons,
                      bounds=[(-family.box, family.box)] * family.n, options={"ftol": ftol, "maxiter": maxiter})
-    return r.x, time.perf_counter() - t0
+    return r.x, time.process_time() - t0
 
 
 def slsqp_solve(family: QCQPFamily, inst: Instances, i: int, starts: int, rng: np.random.Generator,
@@ -99,11 +99,11 @@ def pgd_exact_projection(family: QCQPFamily, inst: Instances, i: int, iters: int
     Q, p, s = inst.Q[i], inst.p[i], inst.s[i]
     x = np.zeros(family.n)
     fs = [0.0]
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for _ in range(iters):
         x = project_exact(family, x - lr * (Q @ x + p), s, x)
         fs.append(0.5 * x @ Q @ x + p @ x)
-    sec = time.perf_counter() - t0
+    sec = time.process_time() - t0
     return {"f": np.array(fs), "viol": max_violation(family, x, s), "sec_per_iter": sec / iters, "x": x}
 
 
@@ -118,7 +118,7 @@ def penalty_alm(family: QCQPFamily, inst: Instances, iters: int = 1000, lr: floa
     x = torch.zeros(len(inst), family.n, dtype=torch.float64, requires_grad=True)
     lam = torch.zeros(len(inst), family.m + family.n + 1, dtype=torch.float64)
     opt = torch.optim.Adam([x], lr=lr)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for k in range(1, iters + 1):
         cons = family.all_constraints(x, s)
         loss = (family.objective(x, Q, p) + (lam * cons).sum(1) + 0.5 * rho * (cons.clamp_min(0) ** 2).sum(1)).sum()
@@ -128,7 +128,7 @@ def penalty_alm(family: QCQPFamily, inst: Instances, iters: int = 1000, lr: floa
         if alm and k % every == 0:
             with torch.no_grad():
                 lam = (lam + rho * family.all_constraints(x, s)).clamp_min(0)
-    sec = time.perf_counter() - t0
+    sec = time.process_time() - t0
     with torch.no_grad():
         return {"x": x.detach().numpy(), "f": family.objective(x, Q, p).numpy(),
                 "viol": family.violation(x, s).numpy(), "seconds": sec}

@@ -65,7 +65,7 @@ def reference(family: QCQPFamily, inst: Instances, starts: int, seed: int) -> Re
 
 
 def hom_time_per_instance(phi, family: QCQPFamily, inst: Instances, cfg) -> tuple[float, Result]:
-    """Mean wall ms per instance of one batched Hom-PGD+ solve with the early-stop tolerance (a 2-iteration
+    """Mean CPU ms per instance of one batched Hom-PGD+ solve with the early-stop tolerance (a 2-iteration
     warm-up call first, discarded)."""
     hom_pgd(phi, family, inst[:4], 2, lr=cfg.lr_latent, bisection_steps=cfg.bisection_steps)
     r = hom_pgd(phi, family, inst, cfg.latent_iters, lr=cfg.lr_latent, bisection_steps=cfg.bisection_steps,

@@ -327,7 +327,7 @@ def train_mdh(inn: CondRealNVP, family: QCQPFamily, steps: int, batch: int, seed
         p.requires_grad_(False)
     res = TrainResult(history={k: [] for k in ("loss", "volume", "penalty", "distortion", "anchor")})
     ramp = max(1, int(w.ramp_frac * steps))
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for step in range(1, steps + 1):
         w_pen = w.pen_start + (w.pen - w.pen_start) * min(1.0, step / ramp)
         z = sample_ball(batch, family.n, gen)
@@ -344,7 +344,7 @@ def train_mdh(inn: CondRealNVP, family: QCQPFamily, steps: int, batch: int, seed
             res.history[k].append(v)
         if step in checkpoints:
             res.checkpoints[step] = copy.deepcopy(ema.state_dict())
-    res.seconds = time.perf_counter() - t0
+    res.seconds = time.process_time() - t0
     return ema, res
 
 

@@ -57,7 +57,7 @@ def segment_bisection(phi: Phi, family: QCQPFamily, z_from: torch.Tensor, z_to: 
 
 @dataclass
 class Result:
-    """Per-instance outputs of one batched solve (numpy), traces [iters + 1, k], and wall seconds of the batch."""
+    """Per-instance outputs of one batched solve (numpy), traces [iters + 1, k], and CPU seconds of the batch."""
 
     x: np.ndarray
     z: np.ndarray
@@ -91,7 +91,7 @@ def hom_pgd(phi: Phi, family: QCQPFamily, inst: Instances, iters: int, lr: float
     (every iterate is feasible), or the last one with ``keep_best=False``."""
     if anchor not in ("previous", "centre"):
         raise ValueError(f"anchor must be 'previous' or 'centre'; got {anchor!r}")
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     k, n = len(inst), family.n
     s = torch.as_tensor(inst.s, dtype=torch.float32)
     c = family.condition(s)
@@ -117,7 +117,7 @@ def hom_pgd(phi: Phi, family: QCQPFamily, inst: Instances, iters: int, lr: float
             G = gradient_mapping(z, grad, lr)
             f_tr.append(f.numpy().copy())
             g_tr.append((G ** 2).sum(1).numpy().copy())
-            t_tr.append(time.perf_counter() - t0)
+            t_tr.append(time.process_time() - t0)
             better = f < best_f
             best_f = torch.where(better, f, best_f)
             best_z = torch.where(better[:, None], z, best_z)
@@ -142,7 +142,7 @@ def hom_pgd(phi: Phi, family: QCQPFamily, inst: Instances, iters: int, lr: float
         x = phi(zf, c)
         viol = family.violation(x.double(), s.double()).numpy()
         fx = family.objective(x.double(), Q.double(), p.double()).numpy()
-    seconds = time.perf_counter() - t0
+    seconds = time.process_time() - t0
     return Result(x=x.numpy().astype(np.float64), z=zf.numpy(), f=fx, viol=viol, seconds=seconds, iters=done_iters,
                   f_trace=np.array(f_tr), g2_trace=np.array(g_tr),
                   bisect_trace=np.array(b_tr) if b_tr else np.zeros((0, k), bool), time_trace=np.array(t_tr),
@@ -155,7 +155,7 @@ def min_g2_curve(res: Result) -> np.ndarray:
 
 
 def time_per_iteration(phi: Phi, family: QCQPFamily, inst: Instances, iters: int = 20, **kw) -> float:
-    """Wall seconds per latent iteration of a batched solve (the feasibility check and bisections included);
+    """CPU seconds per latent iteration of a batched solve (the feasibility check and bisections included);
     a first short call is discarded (warm-up)."""
     hom_pgd(phi, family, inst, 2, **kw)
     r = hom_pgd(phi, family, inst, iters, **kw)
