@@ -92,6 +92,70 @@ def test_ray_reentry_zero_for_star_shaped_and_positive_when_not():
     assert hp.ray_reentry(fam, np.ones(1), 400, np.random.default_rng(0)) > 0.1
 
 
+# ----------------------------------------------------------------------------- the fused constraint kernel
+
+def _kernel_points(fam, k, seed):
+    """Points inside, near and far outside the feasible set, with edge rows: 0, the box corner, on the ball."""
+    g = torch.Generator().manual_seed(seed)
+    x = hp.sample_ball(k, fam.n, g) * RADIUS_SPREAD[seed % len(RADIUS_SPREAD)]
+    x[0] = 0.0                                              # strictly feasible: violation exactly 0
+    x[1] = hp.BOX                                           # box corner: ball and quadratics violated
+    x[2] = 0.0
+    x[2, 0] = hp.RADIUS                                     # on the ball and the box
+    x[3] = -50.0                                            # far outside
+    return x.float()
+
+
+RADIUS_SPREAD = (2.0, 5.0, 8.0)
+
+
+@pytest.mark.parametrize("n,k", [(10, 257), (30, 64), (30, 5), (7, 6)])
+def test_kernel_matches_torch_violation(n, k):
+    pytest.importorskip("repro.hom_pgd._kernels", reason="kernel not built (make setup)")
+    for seed in range(3):
+        fam = hp.QCQPFamily(n, n if n != 7 else 4, seed=seed)
+        x = _kernel_points(fam, k, seed)
+        s = fam.sample_s(k, torch.Generator().manual_seed(seed))
+        ref = fam.violation(x, s)
+        got = fam.check_violation(x, s)
+        assert got.dtype == torch.float32 and got.shape == (k,)
+        assert got[0] == 0 and ref[0] == 0
+        np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-6, atol=1e-7)
+        # the verdict the check takes: identical on every point
+        assert torch.equal(got <= hp.FEAS_TOL, ref <= hp.FEAS_TOL)
+
+
+def test_kernel_nan_is_never_feasible_and_other_dtypes_use_torch(fam):
+    pytest.importorskip("repro.hom_pgd._kernels", reason="kernel not built (make setup)")
+    x = torch.zeros(5, fam.n)
+    x[1, 2] = float("nan")
+    x[3, 0] = float("inf")
+    s = torch.ones(5, fam.m)
+    v = fam.check_violation(x, s)
+    assert torch.isnan(v[1]) and not bool(v[3] <= hp.FEAS_TOL)
+    assert v[0] == 0 and v[2] == 0 and v[4] == 0
+    xd = torch.rand(4, fam.n, dtype=torch.float64)
+    assert torch.equal(fam.check_violation(xd, s[:4]), fam.violation(xd, s[:4]))   # float64: the torch path
+    with pytest.raises(ValueError):
+        hp.problems._kernels.violation(np.zeros((2, fam.n + 1), np.float32), np.ones((2, fam.m), np.float32),
+                                       *fam.packed(), 5.0, 5.0)
+
+
+def test_hom_pgd_with_kernel_equals_torch_path(monkeypatch):
+    pytest.importorskip("repro.hom_pgd._kernels", reason="kernel not built (make setup)")
+    fam = hp.QCQPFamily(10, 10, seed=1)
+    inst = fam.sample(16, np.random.default_rng(0))
+    torch.manual_seed(0)
+    inn = hp.CondStarFlow(10, 10, 16, 8)
+    with torch.no_grad():
+        inn.net[-1].weight.normal_(0, 0.3)
+    a = hp.hom_pgd(inn.map, fam, inst, 30)
+    monkeypatch.setattr(hp.problems, "_kernels", None)
+    b = hp.hom_pgd(inn.map, fam, inst, 30)
+    assert a.bisect_rate > 0
+    assert np.array_equal(a.x, b.x) and np.array_equal(a.bisect_trace, b.bisect_trace)
+
+
 # ----------------------------------------------------------------------------- INN
 
 @pytest.mark.parametrize("gauge", [False, True])

@@ -5,7 +5,8 @@ Modules: ``problems`` (the parametric non-convex QCQP family, ray re-entry check
 boundary-preserving star flow or a conditional RealNVP; its unsupervised MDH training; ε_inn and reach), ``optim`` (batched Hom-PGD⁺ with the segment bisection,
 the gradient mapping), ``baselines`` (multistart SLSQP, PGD with exact projection, penalty / ALM, Shor SDP),
 ``experiments`` (the chapter's runs), ``verdicts`` (CLAIMS, CONTROLS and their decision functions), ``plots``.
-No compiled kernel: ``benchmarks/bench_hom_pgd.py`` measures the share of the constraint einsum in an iteration.
+``_kernels`` (compiled): the fused constraint evaluation of the feasibility check and the bisection
+(``QCQPFamily.check_violation``; the torch ``violation`` stays the reference); ``benchmarks/bench_hom_pgd.py`` times both.
 """
 from . import baselines, experiments, plots, verdicts
 from .config import Config

@@ -29,6 +29,12 @@ FEAS_TOL = 1e-5
 Phi = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
+def _check(family, x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """The max violation for the feasibility check and the bisection (no gradient): the family's fused kernel
+    (``QCQPFamily.check_violation``) where it has one, else its torch ``violation``."""
+    return getattr(family, "check_violation", family.violation)(x, s)
+
+
 def proj_ball(z: torch.Tensor) -> torch.Tensor:
     """Euclidean projection onto the closed unit ball, row-wise."""
     return z / z.norm(dim=-1, keepdim=True).clamp_min(1.0)
@@ -49,7 +55,7 @@ def segment_bisection(phi: Phi, family: QCQPFamily, z_from: torch.Tensor, z_to: 
     d = z_to - z_from
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
-        ok = (family.violation(phi(z_from + mid * d, c), s) <= tol)[:, None]
+        ok = (_check(family, phi(z_from + mid * d, c), s) <= tol)[:, None]
         lo = torch.where(ok, mid, lo)
         hi = torch.where(ok, hi, mid)
     return z_from + lo * d, lo.squeeze(1)
@@ -99,7 +105,7 @@ def hom_pgd(phi: Phi, family: QCQPFamily, inst: Instances, iters: int, lr: float
     p = torch.as_tensor(inst.p, dtype=torch.float32)
     z = torch.zeros(k, n)
     with torch.no_grad():
-        z0_ok = (family.violation(phi(z, c), s) <= FEAS_TOL).numpy()
+        z0_ok = (_check(family, phi(z, c), s) <= FEAS_TOL).numpy()
     alpha = torch.full((k, 1), float(lr))
     f_tr, g_tr, b_tr, t_tr = [], [], [], []
     best_f = torch.full((k,), float("inf"))
@@ -129,7 +135,7 @@ def hom_pgd(phi: Phi, family: QCQPFamily, inst: Instances, iters: int, lr: float
                     break
             f_prev = f
             cand = proj_ball(z - alpha * grad)
-            bad = family.violation(phi(cand, c), s) > FEAS_TOL
+            bad = _check(family, phi(cand, c), s) > FEAS_TOL
             b_tr.append(bad.numpy().copy())
             if bool(bad.any()):
                 idx = torch.nonzero(bad).flatten()

@@ -22,6 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+try:                                    # the fused constraint kernel (``_kernels.cpp``; built by ``make setup``)
+    from . import _kernels
+except ImportError:                     # not built: :meth:`QCQPFamily.check_violation` falls back to the torch path
+    _kernels = None
+
 BOX = 5.0
 RADIUS = 5.0
 SCALE_RANGE = (0.9, 1.1)
@@ -136,6 +141,30 @@ class QCQPFamily:
         """Max violation max(0, max_j c_j(x)) per point, [k], evaluated in float64 (so that a float32 iterate
         accepted at 1e-5 is also feasible at 1e-5 for the float64 check of C1); returned in x's dtype."""
         return self.all_constraints(x.double(), s.double()).amax(1).clamp_min(0).to(x.dtype)
+
+    def packed(self) -> tuple[np.ndarray, np.ndarray]:
+        """The kernel's layout of (Q_i, p_i): U_i = the upper triangle of Q_i with its diagonal halved (so that
+        ½xᵀQ_ix = Σ_{j≤l} x_j U_i[j,l] x_l), rows and p_i zero-padded to a multiple of 8 columns; cached."""
+        if "packed" not in self._t:
+            n, npad = self.n, (self.n + 7) // 8 * 8
+            U = np.zeros((self.m, n, npad))
+            U[:, :, :n] = np.triu(self.Qc, 1) + np.einsum("mjj->mj", self.Qc)[:, :, None] * np.eye(n) / 2
+            P = np.zeros((self.m, npad))
+            P[:, :n] = self.pc
+            self._t["packed"] = (U, P, np.ascontiguousarray(self.b_base, dtype=np.float64))
+        return self._t["packed"]
+
+    def check_violation(self, x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        """:meth:`violation` for the feasibility check and the bisection of Hom-PGD⁺ (no gradient): the fused C++
+        kernel for float32 points (float64 inside, as :meth:`violation`; equal to it up to rounding, see
+        tests/test_hom_pgd.py), the torch path otherwise (other dtypes, a tensor needing a gradient, kernel not built).
+        ``benchmarks/bench_hom_pgd.py`` times both."""
+        if _kernels is None or x.dtype != torch.float32 or x.requires_grad or x.dim() != 2:
+            return self.violation(x, s)
+        U, P, b = self.packed()
+        out = _kernels.violation(x.detach().contiguous().numpy(), s.detach().float().contiguous().numpy(), U, P, b,
+                                 float(self.box), float(self.radius))
+        return torch.from_numpy(out)
 
     @staticmethod
     def objective(x: torch.Tensor, Q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
