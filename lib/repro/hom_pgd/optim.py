@@ -160,9 +160,11 @@ def min_g2_curve(res: Result) -> np.ndarray:
     return np.median(np.minimum.accumulate(res.g2_trace, axis=0), axis=1)
 
 
-def time_per_iteration(phi: Phi, family: QCQPFamily, inst: Instances, iters: int = 20, **kw) -> float:
-    """CPU seconds per latent iteration of a batched solve (the feasibility check and bisections included);
-    a first short call is discarded (warm-up)."""
-    hom_pgd(phi, family, inst, 2, **kw)
+def time_per_iteration(phi: Phi, family: QCQPFamily, inst: Instances, iters: int = 20, warmup: bool = True,
+                       **kw) -> float:
+    """CPU seconds per latent iteration of one batched solve (the feasibility check and bisections included);
+    with ``warmup`` a first short call is discarded."""
+    if warmup:
+        hom_pgd(phi, family, inst, 2, **kw)
     r = hom_pgd(phi, family, inst, iters, **kw)
     return float((r.time_trace[-1] - r.time_trace[0]) / max(1, r.iters))
