@@ -226,22 +226,12 @@ def _beats_from(subj, i: int, t_begin: float, t_end: float, rng: np.random.Gener
     """Beat onsets and intervals of subject ``i`` from ``t_begin`` (absolute recording time) past ``t_end``, as
     :func:`repro.pulse.generators.beat_times` draws them; the beats of ``shared`` whose onset is before
     ``t_split`` are kept and only later beats are redrawn from ``rng``."""
-    from .generators import rr_modulation
+    from .generators import extend_beats
     ts, rrs = [], []
     if shared is not None:
         keep = shared[0] < t_split
         ts, rrs = list(shared[0][keep]), list(shared[1][keep])
-    t = ts[-1] + rrs[-1] if ts else t_begin
-    while t <= t_end + 2.0:
-        if subj.irregular[i]:
-            k = 1.0 / subj.rr_cv[i] ** 2
-            rr = float(np.clip(rng.gamma(k, subj.rr0[i] / k), 0.3, 2.0))
-        else:
-            rr = float(rr_modulation(subj, i, np.array([t]))[0] * (1 + subj.rr_cv[i] * rng.standard_normal()))
-        ts.append(t)
-        rrs.append(rr)
-        t += rr
-    return np.array(ts), np.array(rrs)
+    return extend_beats(subj, i, ts, rrs, ts[-1] + rrs[-1] if ts else t_begin, t_end, rng)
 
 
 def ecg_prediction_ceiling(subj, window: int = 100, fs: int = 50, rec_seconds: float = 20.0, n_windows: int = 96,

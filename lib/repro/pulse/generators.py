@@ -197,17 +197,26 @@ def rr_modulation(subj: Subjects, i: int, t: np.ndarray) -> np.ndarray:
 def beat_times(subj: Subjects, i: int, seconds: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Beat onsets t_k and intervals RR_k covering [0, seconds]: the modulated RR process times
     (1 + CV ξ_k) per beat, or iid Gamma intervals with CV 0.2 for the irregular rhythm (clipped to [0.3, 2] s)."""
-    ts, rrs, t = [], [], 0.0
+    return extend_beats(subj, i, [], [], 0.0, seconds, rng)
+
+
+def extend_beats(subj: Subjects, i: int, ts: list, rrs: list, t: float, seconds: float,
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Append beats (onset, interval) of subject ``i`` to ``ts``, ``rrs`` from onset ``t`` until past ``seconds`` + 2."""
     while t <= seconds + 2.0:
-        if subj.irregular[i]:
-            k = 1.0 / subj.rr_cv[i] ** 2
-            rr = float(np.clip(rng.gamma(k, subj.rr0[i] / k), 0.3, 2.0))
-        else:
-            rr = float(rr_modulation(subj, i, np.array([t]))[0] * (1 + subj.rr_cv[i] * rng.standard_normal()))
+        rr = _next_rr(subj, i, t, rng)
         ts.append(t)
         rrs.append(rr)
         t += rr
     return np.array(ts), np.array(rrs)
+
+
+def _next_rr(subj: Subjects, i: int, t: float, rng: np.random.Generator) -> float:
+    """The interval RR_k of subject ``i``'s beat at onset ``t`` (one draw from ``rng``; see :func:`beat_times`)."""
+    if subj.irregular[i]:
+        k = 1.0 / subj.rr_cv[i] ** 2
+        return float(np.clip(rng.gamma(k, subj.rr0[i] / k), 0.3, 2.0))
+    return float(rr_modulation(subj, i, np.array([t]))[0] * (1 + subj.rr_cv[i] * rng.standard_normal()))
 
 
 def rr_on_grid(subj: Subjects, i: int, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
