@@ -22,10 +22,6 @@ from repro.common.paths import REPO_ROOT, chapter_slugs, results_dir
 
 SLUGS = chapter_slugs()
 JOBS = 2
-# ``make test`` runs pytest on two xdist workers (``--dist loadgroup``): every test of this module on one of them,
-# which starts first (the group is the largest unit of work) and runs the chapters two at a time, while the other
-# worker runs the unit tests beside it.
-pytestmark = pytest.mark.xdist_group("notebooks")
 
 
 OFFLINE = book.offline_available()
