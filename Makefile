@@ -47,7 +47,7 @@ $(KSTAMP): $(STAMP) $(KERNELS) setup.py
 setup: $(STAMP) $(KSTAMP)
 
 test: setup
-	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder tests --durations=12
+	$(BIN)/python -m pytest tests --durations=12
 
 unit: setup
 	$(BIN)/python -m pytest tests --ignore=tests/test_notebooks.py
