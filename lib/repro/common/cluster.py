@@ -125,17 +125,33 @@ def run_many(jobs_list: list[Job], *, jobs: int = 2, scheduler: str | None = Non
 
     errors: dict[str, str] = {}
     with client(jobs=min(jobs, len(jobs_list)), scheduler=scheduler) as c:
-        futures = {}
         for job in jobs_list:
             for suffix in (".json", ".hash"):  # an old ledger must not pass for this run's
                 (results_dir(job.slug) / f"{job.stem}{suffix}").unlink(missing_ok=True)
-            fut = c.submit(task, job.slug, job.params, offline, timeout_s, key=f"{job.key}-{time.time_ns()}",
-                           retries=1, pure=False)
-            futures[fut] = job
-        bar = tqdm(total=len(futures), desc="runs", unit="run", file=sys.stdout, disable=None)
+        # Only as many runs are in flight as the cluster has threads; the next is submitted when one ends.
+        # Submitted all at once, each run is its own task group (one task each), which Dask assigns to workers
+        # eagerly at submission: a worker that ended its share early then sat idle while the other still had a
+        # queue (a fifth of a smoke book's 2-worker time was idle, measured).
+        # (The thread count is read again after each run, so workers that join a remote cluster later are used.)
+        pending = list(reversed(jobs_list))
+        futures: dict = {}
+        running = as_completed()
+
+        def top_up() -> None:
+            slots = max(1, sum(c.nthreads().values()))
+            while pending and sum(not f.done() for f in futures) < slots:
+                job = pending.pop()
+                fut = c.submit(task, job.slug, job.params, offline, timeout_s, key=f"{job.key}-{time.time_ns()}",
+                               retries=1, pure=False)
+                futures[fut] = job
+                running.add(fut)
+
+        top_up()
+        bar = tqdm(total=len(jobs_list), desc="runs", unit="run", file=sys.stdout, disable=None)
         try:
-            for fut in as_completed(futures):
+            for fut in running:
                 job = futures[fut]
+                top_up()
                 try:
                     result = fut.result()
                 except Exception as exc:  # noqa: BLE001 - every run is reported, the others go on
@@ -148,6 +164,7 @@ def run_many(jobs_list: list[Job], *, jobs: int = 2, scheduler: str | None = Non
                         on_done(job, result)
                 bar.update()
         except KeyboardInterrupt:
+            pending.clear()
             c.cancel(list(futures))
             raise
         finally:
