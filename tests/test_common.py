@@ -306,3 +306,18 @@ def test_across_seeds_section_and_heatmap(results, tmp_path):
     assert "### Across seeds" in section and "holds 2/3 · seed-dependent" in section and "passed 3/3" in section
     assert chapter_section("toy", "smoke", [0]) == ""
     assert heatmap("smoke", [0, 1, 2], ["toy"], tmp_path / "h.png").exists()
+
+
+def test_the_book_runs_the_longest_chapters_first(results, monkeypatch):
+    """``execute_changed`` orders its runs by the wall time of each chapter's saved ledgers, unknown ones first,
+    so that the run ending last is a short one (two workers idle less)."""
+    from repro.common import book
+
+    for slug, wall in [("a", 5.0), ("b", 50.0), ("c", 20.0)]:
+        (results / slug).mkdir()
+        (results / slug / "smoke-seed0.json").write_text(json.dumps({"complete": True, "seed": 0, "wall_s": wall}))
+    seen = []
+    monkeypatch.setattr(book, "run_many", lambda todo, **kw: seen.extend(j.key for j in todo) or {})
+    monkeypatch.setattr(book, "inputs_hash", lambda slug, params: "h")
+    assert book.execute_changed("smoke", slugs=["a", "b", "c", "d"]) == []
+    assert seen == ["d-smoke-seed0", "b-smoke-seed0", "c-smoke-seed0", "a-smoke-seed0"]

@@ -63,6 +63,8 @@ def _nbval(slug: str) -> subprocess.CompletedProcess:
 def reruns(request, executed) -> dict[str, subprocess.CompletedProcess]:
     """The determinism re-run of every executed chapter, two at a time."""
     ok = [s for s in _selected_slugs(request.session) if not executed[s]]
+    # longest first (by the smoke run just measured), so that the last re-run to finish is a short one
+    ok.sort(key=lambda s: -json.loads((results_dir(s) / "smoke-seed0.json").read_text())["wall_s"])
     with ThreadPoolExecutor(max_workers=JOBS) as pool:
         return dict(zip(ok, pool.map(_nbval, ok)))
 

@@ -56,6 +56,7 @@ def execute_changed(profile: str, jobs: int = 2, slugs: list[str] | None = None,
     slugs = slugs or chapter_slugs()
     todo = [Job(s, {"profile": profile, "seed": k}, inputs_hash(s, {"profile": profile, "seed": k}))
             for s in slugs for k in seeds if not is_current(s, profile, k)]
+    todo.sort(key=lambda j: -_last_wall_s(j.slug, profile))  # longest first: the run that ends last is short
     fresh = sorted({f"{s} (seed {k})" if len(seeds) > 1 else s for s in slugs for k in seeds
                     if is_current(s, profile, k)})
     if fresh:
@@ -69,6 +70,12 @@ def execute_changed(profile: str, jobs: int = 2, slugs: list[str] | None = None,
 
 
 # ---------------------------------------------------------------------------------------------- scorecard
+def _last_wall_s(slug: str, profile: str) -> float:
+    """The longest wall time among ``slug``'s saved ``profile`` ledgers (inf when it has none: run the unknown
+    first), the expected cost used to order runs."""
+    return max((d.get("wall_s", 0.0) for d in load_ledgers(slug, profile)), default=float("inf"))
+
+
 def current_seeds(slug: str, profile: str) -> list[int]:
     """Seeds of ``slug`` whose executed notebook and ledger are current (their inputs hash the same as now)."""
     seeds = sorted({d["seed"] for d in load_ledgers(slug, profile)})
