@@ -630,3 +630,21 @@ def test_ecg_ceiling_is_one_without_jitter_and_below_with_it():
     jit = P.sample_subjects(8, np.random.default_rng(0))
     r = P.ecg_prediction_ceiling(jit, n_windows=12, n_draws=6, seed=0)
     assert 0 < r["r2"] < 0.99 and r["r2_first10"] > r["r2_second_half"]
+
+
+def test_ecg_settings_rule_candidates():
+    """The ECG difficulty rule's candidates: the first is the card's (the generator's defaults), in the config's
+    order; later ones only move the morphology classes closer and add nuisance."""
+    assert tuple(G.ECG_SETTINGS) == P.ECG_SETTING_NAMES
+    card = G.ECG_SETTINGS["card"]
+    assert card["wide_factor"] == G.WIDE_QRS_FACTOR and card["t_factor"] == -0.7
+    a, b = G.ecg_dataset(12, 4.0, seed=3), G.ecg_dataset(12, 4.0, seed=3, setting="card")
+    assert np.array_equal(a.train.X, b.train.X)
+    c = G.ecg_dataset(12, 4.0, seed=3, setting="closer")
+    assert not np.array_equal(a.train.X, c.train.X)
+    prev = card
+    for name in P.ECG_SETTING_NAMES[1:]:
+        st = G.ECG_SETTINGS[name]
+        assert 1 < st["wide_factor"] <= prev["wide_factor"] and prev["t_factor"] <= st["t_factor"] < 0
+        assert st["noise"] >= prev["noise"]
+        prev = st

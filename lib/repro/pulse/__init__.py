@@ -10,16 +10,16 @@ ridge R^2, reconstruction R^2, transfer), ``experiments`` (drivers), ``pretrain`
 functions that decide them).
 """
 from .baselines import DSVAE, MaskedAE, SimCLR, Supervised, TS2VecLite, hierarchical_contrastive, nt_xent
-from .config import CARD_RHOS, ECG_METHODS, HARD_RHOS, LORENZ_METHODS, Config
+from .config import CARD_RHOS, ECG_FLOOR_TARGET, ECG_METHODS, ECG_SETTING_NAMES, HARD_RHOS, LORENZ_METHODS, Config
 from .encoders import DilatedConvEncoder
 from .evaluate import (C_GRID, bootstrap_drop_diff, finetune_transfer, fit_logreg, label_efficiency,
                        label_subset, linear_probe, loss_flattening, heldout_flattening, masked_r2, probe_objective,
                        reconstruction_r2, ridge_r2, ecg_prediction_ceiling, same_recording_nn_r2,
                        pulse_horizon_r2)
 from .experiments import (LABELS, code_swap_test, ecg_predictability, heldout, k3_seeds, random_inits, run_code_swap, swap_errors, make_ecg, make_lorenz, make_ppg, mechanism_r2, per_seed,
-                          random_floor, run_ecg, run_label_efficiency, run_lorenz, run_noise, run_transfer, seeds,
+                          random_floor, ecg_random_floor, run_ecg, run_label_efficiency, run_lorenz, run_noise, run_transfer, seeds,
                           summarise, training_quality)
-from .generators import (ECG_CLASSES, HAVE_KERNEL, PPG_CLASSES, Dataset, WindowSet, add_nuisance, ecg_dataset,
+from .generators import (ECG_CLASSES, ECG_SETTINGS, HAVE_KERNEL, PPG_CLASSES, Dataset, WindowSet, add_nuisance, ecg_dataset,
                          ecgsyn, heart_rate_bpm, integrate_ecg, qrs_peaks, integrate_lorenz, lorenz_dataset, lorenz_sde, lorenz_speed,
                          make_windows, ppg_dataset, ppg_like, sample_ppg_subjects, sample_subjects,
                          subject_split, two_channels)
@@ -31,6 +31,7 @@ from .verdicts import CLAIMS, CONTROLS
 
 __all__ = [
     "Config", "CLAIMS", "CONTROLS", "ECG_METHODS", "LORENZ_METHODS", "CARD_RHOS", "HARD_RHOS", "LABELS",
+    "ECG_SETTINGS", "ECG_SETTING_NAMES", "ECG_FLOOR_TARGET", "ecg_random_floor",
     # generators
     "HAVE_KERNEL", "ECG_CLASSES", "PPG_CLASSES", "Dataset", "WindowSet", "lorenz_sde", "lorenz_speed",
     "integrate_lorenz", "integrate_ecg", "qrs_peaks", "heart_rate_bpm", "sample_subjects", "ecgsyn", "two_channels", "add_nuisance",

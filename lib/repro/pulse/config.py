@@ -11,12 +11,16 @@ LORENZ_METHODS = ("pulse", "pulse_oracle", "dsvae", "mae", "simclr")
 #: the card's rho grid, and the first five values of the official grid that the difficulty rule moves to
 CARD_RHOS = (28.0, 55.0, 83.0, 110.0, 138.0)
 HARD_RHOS = (28.0, 41.0, 55.0, 69.0, 83.0)
+#: the ECG difficulty rule's candidates, in its order (defined in generators.ECG_SETTINGS; the first is the card's)
+ECG_SETTING_NAMES = ("card", "closer", "closer+nuisance", "closest+nuisance")
+#: the ECG difficulty rule's target: the random-init floor on the calibration seeds must be at most this
+ECG_FLOOR_TARGET = 0.65
 
 SMOKE = dict(n_seeds=1, ecg_epochs=1, scratch_steps=5, n_subjects_ecg=16, rec_seconds=6.0, lorenz_traj_per_class=4, lorenz_rhos=(28.0, 110.0),
              noise_levels=(0.1,), emb_dim=16, hidden=8, depth=2, gru_hidden=16, epochs=1, max_train_windows=128,
              batch_size=32, n_init_samples=1, pool_denom=25, label_fracs=(0.1, 1.0), ecg_methods=("pulse", "simclr"),
              lorenz_methods=("pulse", "dsvae"), n_subjects_ppg=12, transfer_epochs=2, n_label_draws=2, workers=1,
-             n_random_inits=2, k3_seeds=1, swap_draws=2)
+             n_random_inits=2, k3_seeds=1, swap_draws=2, mae_lorenz_epochs=2)
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,7 @@ class Config(BaseConfig):
     PROFILES: ClassVar[dict] = {"full": {}, "smoke": SMOKE}
 
     n_seeds: int = knob(3, ge=1, le=20, doc="seeds (data and model) averaged in every table")
-    n_subjects_ecg: int = knob(160, ge=12, le=2000, doc="synthetic ECG subjects (balanced over 4 classes; the card's 80 "
+    n_subjects_ecg: int = knob(240, ge=12, le=2000, doc="synthetic ECG subjects (balanced over 4 classes; the card's 80 "
                                "leave 12 test subjects per seed, too few for K2's interval: training stays capped "
                                "at max_train_windows)")
     rec_seconds: float = knob(20.0, ge=4, le=600, doc="seconds recorded per subject (ECG and PPG)")
@@ -44,6 +48,11 @@ class Config(BaseConfig):
     gru_hidden: int = knob(32, ge=2, le=512, doc="PULSE decoder GRU size (and init-encoder output)")
     gru_layers: int = knob(1, ge=1, le=4, doc="PULSE decoder GRU layers (the first starts at h0, the rest at 0)")
     epochs: int = knob(35, ge=1, le=400, doc="pretraining epochs over the Lorenz training windows (every method)")
+    mae_lorenz_epochs: int = knob(70, ge=1, le=800, doc="MAE's pretraining epochs on Lorenz (twice the others: its "
+                                  "masked objective on held-out windows was still falling at 35; MAE's step is the "
+                                  "cheapest, so even at twice the steps it spends the least compute)")
+    ecg_setting: str = knob("card", choices=ECG_SETTING_NAMES, doc="ECG class parameters and nuisances (the ECG "
+                            "difficulty rule's choice; generators.ECG_SETTINGS)")
     ecg_epochs: int = knob(10, ge=1, le=400, doc="pretraining epochs over the ECG training windows (every method)")
     max_train_windows: int = knob(800, ge=16, le=100_000, doc="cap on training windows (stratified)")
     batch_size: int = knob(64, ge=2, le=4096, doc="mini-batch size")

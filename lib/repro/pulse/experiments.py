@@ -59,7 +59,8 @@ def make_lorenz(cfg: Config, seed: int, noise: float | None = None) -> Dataset:
 
 
 def make_ecg(cfg: Config, seed: int) -> Dataset:
-    return ecg_dataset(cfg.n_subjects_ecg, cfg.rec_seconds, cfg.fs, cfg.window, cfg.max_train_windows, seed=seed)
+    return ecg_dataset(cfg.n_subjects_ecg, cfg.rec_seconds, cfg.fs, cfg.window, cfg.max_train_windows, seed=seed,
+                       setting=cfg.ecg_setting)
 
 
 def make_ppg(cfg: Config, seed: int) -> Dataset:
@@ -99,7 +100,7 @@ def data_key(cfg: Config, kind: str, seed: int, noise: float | None = None) -> d
     if kind == "lorenz":
         noise = cfg.lorenz_noise if noise is None else noise
         return dict(kind="lorenz", rhos=cfg.lorenz_rhos, traj=cfg.lorenz_traj_per_class, noise=noise, seed=seed)
-    return dict(kind="ecg", n=cfg.n_subjects_ecg, sec=cfg.rec_seconds, fs=cfg.fs, seed=seed)
+    return dict(kind="ecg", n=cfg.n_subjects_ecg, sec=cfg.rec_seconds, fs=cfg.fs, seed=seed, setting=cfg.ecg_setting)
 
 
 def label_draws(cfg: Config, ds: Dataset, seed: int) -> list[tuple[float, int, np.ndarray]]:
@@ -113,9 +114,12 @@ def label_draws(cfg: Config, ds: Dataset, seed: int) -> list[tuple[float, int, n
     return out
 
 
-def epochs_for(cfg: Config, data_key: dict) -> int:
-    """Pretraining epochs of a data set: ``epochs`` for Lorenz, ``ecg_epochs`` for ECG (every method alike)."""
-    return cfg.ecg_epochs if data_key.get("kind") == "ecg" else cfg.epochs
+def epochs_for(cfg: Config, data_key: dict, method: str = "") -> int:
+    """Pretraining epochs of a data set: ``epochs`` for Lorenz (``mae_lorenz_epochs`` for MAE, whose held-out
+    objective was still falling at ``epochs``), ``ecg_epochs`` for ECG (every method alike)."""
+    if data_key.get("kind") == "ecg":
+        return cfg.ecg_epochs
+    return cfg.mae_lorenz_epochs if method == "mae" else cfg.epochs
 
 
 def train_cached(method: str, ds: Dataset, data_key: dict, cfg: Config, seed: int, *,
@@ -124,7 +128,7 @@ def train_cached(method: str, ds: Dataset, data_key: dict, cfg: Config, seed: in
     (``data/cache/pulse/``, keyed by the method, data, hyper-parameters, seed and the training source)."""
     pretraining = train is None  # the label-subset models of C4 are not checked by K1/K4
     train = ds.train if train is None else train
-    ep = epochs_for(cfg, data_key)
+    ep = epochs_for(cfg, data_key, method)
     key = cache_key(method=method, data=data_key, hp=_hparams(cfg), epochs=ep, seed=seed, n=len(train),
                     labels=train.y.tolist() if method == "supervised" else None, max_steps=max_steps, tag=tag,
                     checkpoints=N_CHECKPOINTS if pretraining else None)
@@ -454,6 +458,19 @@ def random_floor(cfg: Config, rhos, calib_seeds=(100, 101, 102)) -> float:
     for s in calib_seeds:
         ds = lorenz_dataset(tuple(rhos), cfg.lorenz_traj_per_class, cfg.lorenz_noise, cfg.window, cfg.window // 2,
                             cfg.max_train_windows, seed=s)
+        torch.manual_seed(s)
+        accs.append(_probe(_embed_all(build("simclr", ds.n_channels, cfg).encoder, ds), ds).acc)
+    return float(np.mean(accs))
+
+
+def ecg_random_floor(cfg: Config, setting: str, calib_seeds=(100, 101, 102)) -> float:
+    """The ECG difficulty rule's measurement: the random-init encoder's mean probe accuracy on the ECG task
+    generated with ``setting`` (:data:`repro.pulse.generators.ECG_SETTINGS`), one untrained encoder per
+    calibration seed (seeds disjoint from every run's), as :func:`random_floor` does for Lorenz. Trains nothing."""
+    accs = []
+    for s in calib_seeds:
+        ds = ecg_dataset(cfg.n_subjects_ecg, cfg.rec_seconds, cfg.fs, cfg.window, cfg.max_train_windows, seed=s,
+                         setting=setting)
         torch.manual_seed(s)
         accs.append(_probe(_embed_all(build("simclr", ds.n_channels, cfg).encoder, ds), ds).acc)
     return float(np.mean(accs))

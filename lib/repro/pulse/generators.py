@@ -161,10 +161,12 @@ class Subjects:
 
 
 def sample_subjects(n_subjects: int, rng: np.random.Generator, n_classes: int = 4,
-                    jitter: bool = True) -> Subjects:
+                    jitter: bool = True, wide_factor: float = WIDE_QRS_FACTOR, t_factor: float = -0.7) -> Subjects:
     """Balanced subjects of the four ECG classes: normal; wide QRS (b_Q, b_R, b_S x 2.2); inverted T
     (a_T -> -0.7 a_T); irregular rhythm (RR iid, CV 0.2). Each subject: +-8% on every a_i, b_i, theta_i and
     RR0 ~ U[0.65, 1.1] s. ``jitter=False`` removes the per-beat RR jitter (for the convergence test).
+    ``wide_factor`` and ``t_factor`` move the two morphology classes closer to normal (the ECG difficulty rule's
+    candidates, :data:`ECG_SETTINGS`); their defaults are the card's 2.2 and -0.7.
 
     Widening a Gaussian of ECGSYN's z-equation multiplies its deflection by b^2 (the drive integrates to
     ~ a b^2 / omega); we divide a_Q, a_R, a_S by 2.2^2 so that the wide-QRS class differs in *width*, not in a
@@ -177,9 +179,9 @@ def sample_subjects(n_subjects: int, rng: np.random.Generator, n_classes: int = 
     b = ECG_B * u(0.92, 1.08, (n_subjects, 5))
     theta = ECG_THETA * u(0.92, 1.08, (n_subjects, 5))
     wide = label == 1
-    b[np.ix_(wide, QRS)] *= WIDE_QRS_FACTOR
-    a[np.ix_(wide, QRS)] /= WIDE_QRS_FACTOR ** 2
-    a[label == 2, 4] *= -0.7
+    b[np.ix_(wide, QRS)] *= wide_factor
+    a[np.ix_(wide, QRS)] /= wide_factor ** 2
+    a[label == 2, 4] *= t_factor
     irregular = label == 3
     rr_cv = np.where(irregular, 0.2, 0.02 if jitter else 0.0)
     return Subjects(label=label, rr0=u(0.65, 1.1, n_subjects), rr_cv=rr_cv, irregular=irregular,
@@ -307,13 +309,13 @@ def two_channels(z: np.ndarray) -> np.ndarray:
 
 
 def add_nuisance(x: np.ndarray, fs: int, rng: np.random.Generator, noise: float = 0.05,
-                 wander: tuple[float, float] = (0.05, 0.2)) -> np.ndarray:
-    """Window-independent nuisances of each recording (n, L, C): gain in [0.7, 1.3], baseline wander at
-    0.1-0.4 Hz (amplitude ``wander`` x the recording's std) and white EMG-like noise (``noise`` x std)."""
+                 wander: tuple[float, float] = (0.05, 0.2), gain: tuple[float, float] = (0.7, 1.3)) -> np.ndarray:
+    """Window-independent nuisances of each recording (n, L, C): gain in ``gain`` ([0.7, 1.3]), baseline wander
+    at 0.1-0.4 Hz (amplitude ``wander`` x the recording's std) and white EMG-like noise (``noise`` x std)."""
     n, L, C = x.shape
     t = np.arange(L) / fs
     scale = x.std(axis=(1, 2), keepdims=True)
-    gain = rng.uniform(0.7, 1.3, (n, 1, 1))
+    gain = rng.uniform(*gain, (n, 1, 1))
     f = rng.uniform(0.1, 0.4, (n, 1, 1))
     amp = rng.uniform(*wander, (n, 1, 1)) * scale
     ph = rng.uniform(0, 2 * np.pi, (n, 1, 1))
@@ -508,13 +510,27 @@ def lorenz_dataset(rhos, traj_per_class: int, noise: float, window: int = 100, s
                           dict(noise=noise, g=[i["g"] for i in infos], speed=[i["speed"] for i in infos]))
 
 
+#: The ECG difficulty rule's candidate settings, in the rule's order (the first is the card's): the wide-QRS
+#: widening, the inverted-T factor on a_T, and the nuisances (white noise and wander as fractions of the
+#: recording's std, the gain range). Each later one moves the morphology classes closer to normal and/or adds
+#: nuisance; the rhythm class is never changed.
+ECG_SETTINGS = {
+    "card": dict(wide_factor=2.2, t_factor=-0.7, noise=0.05, wander=(0.05, 0.2), gain=(0.7, 1.3)),
+    "closer": dict(wide_factor=1.6, t_factor=-0.35, noise=0.05, wander=(0.05, 0.2), gain=(0.7, 1.3)),
+    "closer+nuisance": dict(wide_factor=1.6, t_factor=-0.35, noise=0.15, wander=(0.1, 0.4), gain=(0.5, 1.5)),
+    "closest+nuisance": dict(wide_factor=1.4, t_factor=-0.2, noise=0.15, wander=(0.1, 0.4), gain=(0.5, 1.5)),
+}
+
+
 def ecg_dataset(n_subjects: int, seconds: float, fs: int = 50, window: int = 100, max_train: int = 800,
-                seed: int = 0, backend: Backend = "auto") -> Dataset:
-    """Synthetic ECG of four morphology/rhythm classes, 2 channels, 2 s windows with 1 s stride, split by subject."""
+                seed: int = 0, backend: Backend = "auto", setting: str = "card") -> Dataset:
+    """Synthetic ECG of four morphology/rhythm classes, 2 channels, 2 s windows with 1 s stride, split by subject;
+    ``setting`` names one of :data:`ECG_SETTINGS` (class parameters and nuisances)."""
+    st = ECG_SETTINGS[setting]
     rng = np.random.default_rng([seed, 19, 3])
-    subj = sample_subjects(n_subjects, rng)
+    subj = sample_subjects(n_subjects, rng, wide_factor=st["wide_factor"], t_factor=st["t_factor"])
     z = ecgsyn(subj, seconds, fs=fs, seed=rng, backend=backend)
-    x = add_nuisance(two_channels(z), fs, rng)
+    x = add_nuisance(two_channels(z), fs, rng, noise=st["noise"], wander=st["wander"], gain=st["gain"])
     tr, _, _ = subject_split(subj.label, np.random.default_rng([seed, 19, 4]))
     recordings = _standardise(x, tr)
     return _split_windows("ecg", recordings, subj.label, window, window // 2, max_train,

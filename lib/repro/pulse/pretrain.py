@@ -45,8 +45,8 @@ class Job:
         if self.frac is not None:
             steps = cfg.scratch_steps
         else:
-            steps = n_steps(cfg.max_train_windows, cfg.batch_size,
-                            cfg.epochs if self.kind == "lorenz" else cfg.ecg_epochs)
+            from .experiments import epochs_for
+            steps = n_steps(cfg.max_train_windows, cfg.batch_size, epochs_for(cfg, {"kind": self.kind}, self.method))
         return STEP_COST.get(self.method, 40) * steps
 
 
