@@ -6,13 +6,15 @@ from typing import ClassVar
 
 from repro.common import BaseConfig, knob
 
+from .generators import ECG_SETTINGS
+
 ECG_METHODS = ("pulse", "pulse_xwin", "simclr", "ts2vec", "mae", "dsvae", "supervised")
 LORENZ_METHODS = ("pulse", "pulse_oracle", "dsvae", "mae", "simclr")
 #: the card's rho grid, and the first five values of the official grid that the difficulty rule moves to
 CARD_RHOS = (28.0, 55.0, 83.0, 110.0, 138.0)
 HARD_RHOS = (28.0, 41.0, 55.0, 69.0, 83.0)
-#: the ECG difficulty rule's candidates, in its order (defined in generators.ECG_SETTINGS; the first is the card's)
-ECG_SETTING_NAMES = ("card", "closer", "closer+nuisance", "closest+nuisance")
+#: the ECG difficulty rule's candidates, in its order (the first is the card's)
+ECG_SETTING_NAMES = tuple(ECG_SETTINGS)
 #: the ECG difficulty rule's target: the random-init floor on the calibration seeds must be at most this
 ECG_FLOOR_TARGET = 0.65
 

@@ -450,30 +450,30 @@ def per_seed(table: pd.DataFrame, metric: str, key: str = "method") -> dict[str,
     return {m: p[m].to_numpy() for m in p.columns if p[m].notna().all()}
 
 
-def random_floor(cfg: Config, rhos, calib_seeds=(100, 101, 102)) -> float:
-    """The difficulty rule's measurement: the random-init encoder's mean probe accuracy on the Lorenz task with
-    ``rhos``, over calibration seeds disjoint from every run's seeds. Trains nothing, so it cannot see any
-    method's result."""
+def _untrained_floor(cfg: Config, make_ds, calib_seeds) -> float:
+    """Mean probe accuracy of one untrained encoder per calibration seed on ``make_ds(seed)``: the difficulty
+    rules' measurement. Trains nothing, so it cannot see any method's result."""
     accs = []
     for s in calib_seeds:
-        ds = lorenz_dataset(tuple(rhos), cfg.lorenz_traj_per_class, cfg.lorenz_noise, cfg.window, cfg.window // 2,
-                            cfg.max_train_windows, seed=s)
+        ds = make_ds(s)
         torch.manual_seed(s)
         accs.append(_probe(_embed_all(build("simclr", ds.n_channels, cfg).encoder, ds), ds).acc)
     return float(np.mean(accs))
+
+
+def random_floor(cfg: Config, rhos, calib_seeds=(100, 101, 102)) -> float:
+    """The difficulty rule's measurement: the random-init encoder's mean probe accuracy on the Lorenz task with
+    ``rhos``, over calibration seeds disjoint from every run's seeds."""
+    return _untrained_floor(cfg, lambda s: lorenz_dataset(tuple(rhos), cfg.lorenz_traj_per_class, cfg.lorenz_noise,
+                                                          cfg.window, cfg.window // 2, cfg.max_train_windows, seed=s),
+                            calib_seeds)
 
 
 def ecg_random_floor(cfg: Config, setting: str, calib_seeds=(100, 101, 102)) -> float:
-    """The ECG difficulty rule's measurement: the random-init encoder's mean probe accuracy on the ECG task
-    generated with ``setting`` (:data:`repro.pulse.generators.ECG_SETTINGS`), one untrained encoder per
-    calibration seed (seeds disjoint from every run's), as :func:`random_floor` does for Lorenz. Trains nothing."""
-    accs = []
-    for s in calib_seeds:
-        ds = ecg_dataset(cfg.n_subjects_ecg, cfg.rec_seconds, cfg.fs, cfg.window, cfg.max_train_windows, seed=s,
-                         setting=setting)
-        torch.manual_seed(s)
-        accs.append(_probe(_embed_all(build("simclr", ds.n_channels, cfg).encoder, ds), ds).acc)
-    return float(np.mean(accs))
+    """The ECG difficulty rule's measurement: as :func:`random_floor`, on the ECG task generated with ``setting``
+    (:data:`repro.pulse.generators.ECG_SETTINGS`)."""
+    return _untrained_floor(cfg, lambda s: ecg_dataset(cfg.n_subjects_ecg, cfg.rec_seconds, cfg.fs, cfg.window,
+                                                       cfg.max_train_windows, seed=s, setting=setting), calib_seeds)
 
 
 def _smoke(cfg: Config) -> str | None:
