@@ -48,11 +48,15 @@ $(KSTAMP): $(STAMP) $(KERNELS) setup.py
 
 setup: $(STAMP) $(KSTAMP)
 
+# two pytest-xdist workers: the smoke notebooks on one, the unit tests (a module at a time) on the other;
+# tests/conftest.py puts the notebooks first
+XDIST := -n 2 --dist loadfile --no-loadscope-reorder
+
 test: setup
-	$(BIN)/python -m pytest tests --durations=12
+	$(BIN)/python -m pytest tests $(XDIST) --durations=12
 
 unit: setup
-	$(BIN)/python -m pytest tests --ignore=tests/test_notebooks.py
+	$(BIN)/python -m pytest tests --ignore=tests/test_notebooks.py $(XDIST)
 
 book: setup
 	$(BIN)/python -m repro.common.cli book --profile $(PROFILE) --jobs $(JOBS) --seeds "$(SEEDS)" --scheduler "$(SCHEDULER)"
