@@ -321,3 +321,34 @@ def test_the_book_runs_the_longest_chapters_first(results, monkeypatch):
     monkeypatch.setattr(book, "inputs_hash", lambda slug, params: "h")
     assert book.execute_changed("smoke", slugs=["a", "b", "c", "d"]) == []
     assert seen == ["d-smoke-seed0", "b-smoke-seed0", "c-smoke-seed0", "a-smoke-seed0"]
+
+
+@pytest.mark.skipif(not __import__("repro.common.book", fromlist=["x"]).offline_available(),
+                    reason="unshare -rn is not available here")
+def test_an_offline_kernel_cannot_reach_the_network_and_a_normal_one_can(tmp_path):
+    """The kernel of an offline run (where the notebook's code runs) cannot connect even to a server on this
+    machine's loopback; the same cell in a normal kernel connects (the control: the cell can succeed)."""
+    import socket
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from repro.common.runner import kernel_config, offline_kernel_manager
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).close()\nprint('connected')"
+    outcome = {}
+    try:
+        for name, extra in (("normal", {}), ("offline", {"kernel_manager_class": offline_kernel_manager()})):
+            nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+            (tmp_path / name).mkdir()
+            client = NotebookClient(nb, kernel_name="python3", timeout=60, allow_errors=True,
+                                    config=kernel_config(tmp_path / name), **extra)
+            client.execute()
+            outputs = nb.cells[0].outputs
+            outcome[name] = next((o.get("ename") for o in outputs if o.output_type == "error"), "connected")
+    finally:
+        server.close()
+    assert outcome["normal"] == "connected", outcome
+    assert outcome["offline"] in ("OSError", "ConnectionRefusedError", "TimeoutError"), outcome

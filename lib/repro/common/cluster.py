@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,8 +24,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .claims import write_json_atomic
-from .paths import REPO_ROOT, results_dir
-from .runner import RunError, execute
+from .paths import results_dir
+from .runner import execute
 
 
 @dataclass
@@ -50,29 +49,20 @@ class Job:
 def run_task(slug: str, params: dict[str, Any], offline: bool = False, timeout_s: int | None = None) -> dict:
     """Executed on a worker: run the chapter into a private results folder and return what it wrote.
 
-    With ``offline`` the run happens in a new network namespace with no interface up (``unshare -rn``), so a
-    chapter that tries to download anything fails.
+    With ``offline`` the notebook's kernel runs in a new network namespace with no interface up (``unshare -rn``),
+    so a chapter that tries to download anything fails.
     """
     with tempfile.TemporaryDirectory(prefix="repro-task-") as tmp:
         t0 = time.perf_counter()
-        if offline:
-            env = {**os.environ, "REPRO_RESULTS": tmp}
-            cmd = ["unshare", "-rn", sys.executable, "-m", "repro.common.cli", "run", slug, "-y", json.dumps(params)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, env=env,
-                                  timeout=None if timeout_s is None else 4 * timeout_s)
-            if proc.returncode != 0:
-                last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
-                raise RunError(f"{slug}: offline run failed: {last.removeprefix('error: ')}")
-        else:
-            old = os.environ.get("REPRO_RESULTS")
-            os.environ["REPRO_RESULTS"] = tmp  # the kernel inherits it: the ledger goes to the private folder
-            try:
-                execute(slug, params, timeout_s=timeout_s)
-            finally:
-                if old is None:
-                    os.environ.pop("REPRO_RESULTS", None)
-                else:
-                    os.environ["REPRO_RESULTS"] = old
+        old = os.environ.get("REPRO_RESULTS")
+        os.environ["REPRO_RESULTS"] = tmp  # the kernel inherits it: the ledger goes to the private folder
+        try:
+            execute(slug, params, timeout_s=timeout_s, offline=offline)
+        finally:
+            if old is None:
+                os.environ.pop("REPRO_RESULTS", None)
+            else:
+                os.environ["REPRO_RESULTS"] = old
         stem = Job(slug, params).stem
         out = Path(tmp) / slug
         return {"slug": slug, "stem": stem, "seconds": time.perf_counter() - t0,
