@@ -179,12 +179,14 @@ def execute(slug: str, params: dict[str, Any], *, out_dir: Path | None = None, t
     params = {"profile": cfg.profile, "seed": cfg.seed, **{k: v for k, v in params.items() if k not in ("profile", "seed")}}
     t0 = time.perf_counter()
     sockets = Path(tempfile.mkdtemp(prefix="repro-kernel-"))
+    # "immediate": the kernel is killed once the last cell has replied (the ledger was written, atomically, by a
+    # cell): a graceful shutdown let it tear down torch and matplotlib first, 1.5 s of CPU and 2.5 s of wall per run.
     extra = {"kernel_manager_class": offline_kernel_manager()} if offline else {}
     try:
         pm.execute_notebook(
             str(notebook_path(slug)), str(partial), parameters=params, kernel_name="python3",
             cwd=str(notebook_path(slug).parent), progress_bar=False, execution_timeout=timeout_s,
-            config=kernel_config(sockets), **extra,
+            config=kernel_config(sockets), shutdown_kernel="immediate", **extra,
         )
     except pm.PapermillExecutionError as exc:
         partial.replace(failed)
