@@ -5,12 +5,9 @@ that each module's fixtures (a trained model, a cluster) are built once. Before,
 alone, before the notebooks."""
 from __future__ import annotations
 
-import pytest
-
 NOTEBOOKS = "test_notebooks.py"
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     """The notebooks' module first, so that its long executions start at once (xdist hands out the modules in
     collection order when told ``--no-loadscope-reorder``)."""

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from repro.common import BaseConfig, ConfigError, Ledger, bootstrap_ci, knob, loglog_slope, mean_ci, seed_everything
+from repro.common.book import offline_available
 from repro.common.claims import load_ledgers
 from repro.common.runner import parse_params
 from repro.common.sweep import parse_seeds, summarise
@@ -323,8 +324,7 @@ def test_the_book_runs_the_longest_chapters_first(results, monkeypatch):
     assert seen == ["d-smoke-seed0", "b-smoke-seed0", "c-smoke-seed0", "a-smoke-seed0"]
 
 
-@pytest.mark.skipif(not __import__("repro.common.book", fromlist=["x"]).offline_available(),
-                    reason="unshare -rn is not available here")
+@pytest.mark.skipif(not offline_available(), reason="unshare -rn is not available here")
 def test_an_offline_kernel_cannot_reach_the_network_and_a_normal_one_can(tmp_path):
     """The kernel of an offline run (where the notebook's code runs) cannot connect even to a server on this
     machine's loopback; the same cell in a normal kernel connects (the control: the cell can succeed)."""
