@@ -70,3 +70,27 @@ def test_a_smoke_sweep_on_a_local_cluster_matches_a_direct_run(results):
     for kind in ("controls", "claims"):
         assert [(c["id"], c["verdict"], c["numbers"]) for c in direct.get(kind, [])] == \
                [(c["id"], c["verdict"], c["numbers"]) for c in ledger1.get(kind, [])]
+
+
+def test_the_kernel_does_not_inherit_the_dask_workers_malloc_setting(results, monkeypatch):
+    """Dask starts its workers with ``MALLOC_TRIM_THRESHOLD_`` set (the control: checked on a real local worker),
+    which halves the speed of a kernel that allocates many mid-sized arrays; ``execute`` starts the kernel without
+    it (papermill is replaced here by a stub that records the environment the kernel would get)."""
+    import papermill
+
+    from repro.common.cluster import client
+    from repro.common.runner import MALLOC_TRIM
+
+    with client(jobs=1) as c:
+        assert list(c.run(lambda: os.environ.get(MALLOC_TRIM)).values()) == ["65536"]
+    seen = {}
+
+    def stub(*args, **kwargs):
+        seen["env"] = os.environ.get(MALLOC_TRIM, "unset")
+        raise KeyboardInterrupt  # stops execute() before anything is written
+
+    monkeypatch.setenv(MALLOC_TRIM, "65536")
+    monkeypatch.setattr(papermill, "execute_notebook", stub)
+    with pytest.raises(KeyboardInterrupt):
+        execute(SLUG, {"profile": "smoke", "seed": 0})
+    assert seen == {"env": "unset"}
