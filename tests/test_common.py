@@ -284,7 +284,8 @@ def test_scorecard_shows_controls_above_claims_and_seed_counts(results):
     assert "| 1/1 | 1 | 1 | 0 | 0 | 0,1 |" in md  # seed 0's verdicts in the chapter line
     k1, c1 = md.index("K1 · Trained"), md.index("C1 · Name")
     assert k1 < c1
-    assert "passed 1/2 · seed-dependent" in md and "holds 1/2 · seed-dependent" in md
+    # C1 is inconclusive at seed 1 (K1 failed there), and the count says so
+    assert "passed 1/2 · seed-dependent" in md and "holds 1/2 · inconclusive 1/2 · seed-dependent" in md
     assert "1 verdicts are seed-dependent" in md and "across seeds" in md
     assert slug.replace("_", r"\_") in md
     one = scorecard_markdown("smoke", {slug: [0]})
@@ -295,16 +296,21 @@ def test_across_seeds_section_and_heatmap(results, tmp_path):
     from repro.common.robustness import across_seeds, chapter_section, heatmap
 
     for seed, ok in [(0, True), (1, True), (2, False)]:
-        ledger = Ledger(ToyConfig.from_profile("smoke", seed=seed), {"C1": "a"}, controls={"K1": "k"})
+        ledger = Ledger(ToyConfig.from_profile("smoke", seed=seed), {"C1": "a", "C2": "b"},
+                        controls={"K1": "k", "K2": "l"})
         ledger.control("K1", holds=True, threshold="", numbers={"gain": 1.0 + seed})
+        ledger.control("K2", holds=seed != 1, threshold="", numbers={"gain": 1.0})
         ledger.record("C1", holds=ok, threshold="", numbers={"x": float(seed)}, needs=("K1",))
+        ledger.record("C2", holds=False, threshold="", numbers={"x": 0.0}, needs=("K2",))  # inconclusive at seed 1
         ledger.save()
     rows = across_seeds("toy", "smoke", [0, 1, 2])
-    assert [(r["id"], r["count"], r["n"], r["seed_dependent"]) for r in rows] == [("K1", 3, 3, False),
-                                                                                   ("C1", 2, 3, True)]
+    assert [(r["id"], r["count"], r["inconclusive"], r["n"], r["seed_dependent"]) for r in rows] == [
+        ("K1", 3, 0, 3, False), ("K2", 2, 0, 3, True), ("C1", 2, 0, 3, True), ("C2", 0, 1, 3, True)]
     assert "gain = 2 ± " in rows[0]["numbers"]
     section = chapter_section("toy", "smoke", [0, 1, 2])
     assert "### Across seeds" in section and "holds 2/3 · seed-dependent" in section and "passed 3/3" in section
+    # "holds 0/3" alone would read as a claim that failed three times; one of the three said nothing
+    assert "holds 0/3 · inconclusive 1/3 · seed-dependent" in section
     assert chapter_section("toy", "smoke", [0]) == ""
     assert heatmap("smoke", [0, 1, 2], ["toy"], tmp_path / "h.png").exists()
 

@@ -13,6 +13,7 @@ from .claims import Claim, fmt, load_ledgers
 from .sweep import summarise
 
 _GOOD = {"controls": "passed", "claims": "holds"}
+_NO_EVIDENCE = "#bdbdbd"  # the heatmap's fill for a claim inconclusive at every seed
 
 
 def ledgers_for(slug: str, profile: str, seeds: list[int] | None) -> list[dict[str, Any]]:
@@ -40,14 +41,18 @@ def across_seeds(slug: str, profile: str, seeds: list[int] | None = None) -> lis
             rows.append({
                 "kind": kind[:-1], "id": item["id"], "name": Claim(item["id"], item["statement"]).name,
                 "seed0": verdicts[0], "good": good, "count": sum(v == good for v in verdicts), "n": len(verdicts),
-                "seed_dependent": len(set(verdicts)) > 1, "verdicts": verdicts, "numbers": numbers,
+                "inconclusive": verdicts.count("inconclusive"), "seed_dependent": len(set(verdicts)) > 1,
+                "verdicts": verdicts, "numbers": numbers,
             })
     return rows
 
 
 def count_text(row: dict[str, Any]) -> str:
-    """``"holds 4/5 · seed-dependent"`` or ``"passed 5/5"``."""
+    """``"holds 4/5 · seed-dependent"``, ``"passed 5/5"``, or ``"holds 0/5 · inconclusive 5/5"``: a claim that did
+    not hold because its control failed is counted apart, so that "holds 0/5" never hides "no evidence"."""
     text = f"{row['good']} {row['count']}/{row['n']}"
+    if row.get("inconclusive"):
+        text += f" · inconclusive {row['inconclusive']}/{row['n']}"
     return text + " · seed-dependent" if row["seed_dependent"] else text
 
 
@@ -76,7 +81,9 @@ def chapter_section(slug: str, profile: str, seeds: list[int]) -> str:
 
 
 def heatmap(profile: str, seeds: list[int], slugs: list[str], path: Path) -> Path | None:
-    """Chapters × controls-and-claims, colour = share of seeds in which each held (passed); None with one seed."""
+    """Chapters × controls-and-claims, colour = share of seeds in which each held (passed); None with one seed.
+    A claim inconclusive at every seed (a control failed each time) is grey, not red: the run said nothing about it;
+    one inconclusive at some seeds is hatched."""
     table = {s: across_seeds(s, profile, seeds) for s in slugs}
     table = {s: rows for s, rows in table.items() if rows and rows[0]["n"] > 1}
     if not table:
@@ -97,12 +104,22 @@ def heatmap(profile: str, seeds: list[int], slugs: list[str], path: Path) -> Pat
     fig, ax = plt.subplots(figsize=(max(7.0, 2.0 + 0.55 * width), 1.6 + 0.45 * len(table)))
     cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#eeeeee")
     im = ax.imshow(np.ma.masked_invalid(share), cmap=cmap, vmin=0, vmax=1, aspect="auto")
+    from matplotlib.patches import Patch, Rectangle
+
     for i, rows in enumerate(table.values()):
         for j, r in enumerate(rows):
+            if r.get("inconclusive"):
+                every = r["inconclusive"] == r["n"]
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=_NO_EVIDENCE if every else "none",
+                                       edgecolor="#555555", hatch="//" if every else "..", linewidth=0))
             ax.text(j, i, r["id"], ha="center", va="center", fontsize=7)
+    ax.legend(handles=[Patch(facecolor=_NO_EVIDENCE, edgecolor="#555555", hatch="//",
+                             label="inconclusive at every seed (a control failed)"),
+                       Patch(facecolor="white", edgecolor="#555555", hatch="..", label="inconclusive at some seeds")],
+              loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=2, fontsize=8, frameon=False)
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xticks([])
-    ax.set_xlabel("controls (K) then claims (C), in ledger order")
+    ax.set_xlabel("controls (K) then claims (C), in ledger order", labelpad=2)
     ax.set_title(f"Verdicts across seeds {min(seeds)}–{max(seeds)} (profile {profile})\n"
                  "share of seeds in which each control passed / each claim held", fontsize=10)
     fig.colorbar(im, ax=ax, label="share of seeds")
