@@ -113,6 +113,16 @@ def test_ledger_records_verdicts_and_writes_atomically(results):
     assert [d["seed"] for d in load_ledgers("toy", "smoke")] == [2]
 
 
+def test_a_claims_short_name_comes_from_name_colon_or_a_leading_parenthesis():
+    from repro.common.claims import Claim
+
+    assert Claim("C1", "Fast rate: the error falls as 1/n").name == "C1 · Fast rate"
+    assert Claim("C1", "(synthetic: class identity) On Lorenz windows, …").name == "C1 · synthetic: class identity"
+    assert Claim("C5", "(transfer) Pretrain on ECG: fine-tune on PPG").name == "C5 · transfer"
+    assert Claim("C2", "UCAT's ECE is lower than TeCoA's.").name == "C2"
+    assert Claim("C3", "(" + "x" * 70 + ") long").name == "C3"
+
+
 def test_ledger_refuses_to_save_with_a_claim_missing(results):
     ledger = Ledger(ToyConfig.from_profile("smoke"), {"C1": "a", "C2": "b"})
     ledger.record("C1", holds=True, threshold="", numbers={})

@@ -55,9 +55,13 @@ class Control:
 
     @property
     def name(self) -> str:
-        """``C1 · Fast rate`` when the statement starts with a short ``Name:``, else the id."""
-        head = self.statement.split(":")[0]
-        return f"{self.id} · {head}" if ":" in self.statement and len(head) <= 60 else self.id
+        """``C1 · Fast rate`` when the statement starts with a short ``Name:`` or ``(Name)``, else the id."""
+        text = self.statement
+        if text.startswith("(") and ")" in text:  # "(transfer) Pretrain on ECG, …": a colon inside is the name's
+            head = text[1:text.index(")")]
+            return f"{self.id} · {head}" if len(head) <= 60 else self.id
+        head = text.split(":")[0]
+        return f"{self.id} · {head}" if ":" in text and len(head) <= 60 else self.id
 
 
 def _clean(value: Any) -> Any:
