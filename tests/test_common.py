@@ -325,6 +325,26 @@ def test_across_seeds_section_and_heatmap(results, tmp_path):
     assert heatmap("smoke", [0, 1, 2], ["toy"], tmp_path / "h.png").exists()
 
 
+def test_the_across_seeds_cell_goes_under_the_ledger_and_keeps_the_notebook_valid(tmp_path):
+    """The section is inserted right after the cell tagged nbval-check-output, as a valid nbformat 4.5 cell (with
+    an id: without one, nbformat warns on every page of a multi-seed book and will refuse it in a later version)."""
+    import warnings
+
+    import nbformat
+
+    from repro.common.book import _with_section
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("ledger", metadata={"tags": ["nbval-check-output"]}),
+                                         nbformat.v4.new_markdown_cell("reading")])
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nbformat's MissingIDFieldWarning, raised while reading
+        out = nbformat.reads(_with_section(path, "### Across seeds"), as_version=4)
+        nbformat.validate(out)
+    assert [c.source for c in out.cells] == ["ledger", "### Across seeds", "reading"]
+
+
 def test_the_book_runs_the_longest_chapters_first(results, monkeypatch):
     """``execute_changed`` orders its runs by the wall time of each chapter's saved ledgers, unknown ones first,
     so that the run ending last is a short one (two workers idle less)."""

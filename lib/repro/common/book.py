@@ -206,7 +206,7 @@ def _with_section(executed: Path, section: str) -> str:
     cells = nb["cells"]
     at = next((i + 1 for i, c in enumerate(cells) if "nbval-check-output" in c.get("metadata", {}).get("tags", [])),
               len(cells))
-    cells.insert(at, {"cell_type": "markdown", "metadata": {}, "source": section})
+    cells.insert(at, {"cell_type": "markdown", "id": "across-seeds", "metadata": {}, "source": section})
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
