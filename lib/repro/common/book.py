@@ -129,7 +129,9 @@ def scorecard_markdown(profile: str, seeds: dict[str, list[int]] | None = None, 
     out = [f"Profile **{profile}**. Each chapter links to its page, where every verdict is explained. A *control* "
            "checks that the run could see an effect of the kind a claim is about; a claim whose control failed is "
            "inconclusive. Verdicts and numbers are seed 0's" + (", and *across seeds* counts the seeds in which each "
-           "control passed or claim held." if multi else "."), "",
+           "control passed or claim held." if multi else ".") + " Wall times are those of the runs shown, which `make book` "
+           "executes `JOBS` at a time (2 by default): a chapter run alone is faster, and the 8-minute budget of the full "
+           "profile is for a run alone (`make run`, then `make bench NB=budgets`).", "",
            "| chapter | controls passed | claims | holds | fails | inconclusive | seeds | wall time (seed 0) |",
            "|---|---|---|---|---|---|---|---|"]
     for slug in chapter_slugs():
