@@ -59,9 +59,11 @@ class Control:
         text = self.statement
         if text.startswith("(") and ")" in text:  # "(transfer) Pretrain on ECG, …": a colon inside is the name's
             head = text[1:text.index(")")]
-            return f"{self.id} · {head}" if len(head) <= 60 else self.id
-        head = text.split(":")[0]
-        return f"{self.id} · {head}" if ":" in text and len(head) <= 60 else self.id
+        elif ":" in text:
+            head = text.split(":")[0]
+        else:
+            return self.id
+        return f"{self.id} · {head}" if len(head) <= 60 else self.id
 
 
 def _clean(value: Any) -> Any:

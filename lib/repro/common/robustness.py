@@ -14,6 +14,7 @@ from .sweep import summarise
 
 _GOOD = {"controls": "passed", "claims": "holds"}
 _NO_EVIDENCE = "#bdbdbd"  # the heatmap's fill for a claim inconclusive at every seed
+_HATCH_EDGE = "#555555"
 
 
 def ledgers_for(slug: str, profile: str, seeds: list[int] | None) -> list[dict[str, Any]]:
@@ -83,7 +84,7 @@ def chapter_section(slug: str, profile: str, seeds: list[int]) -> str:
 def heatmap(profile: str, seeds: list[int], slugs: list[str], path: Path) -> Path | None:
     """Chapters × controls-and-claims, colour = share of seeds in which each held (passed); None with one seed.
     A claim inconclusive at every seed (a control failed each time) is grey, not red: the run said nothing about it;
-    one inconclusive at some seeds is hatched."""
+    one inconclusive at some seeds is dotted."""
     table = {s: across_seeds(s, profile, seeds) for s in slugs}
     table = {s: rows for s, rows in table.items() if rows and rows[0]["n"] > 1}
     if not table:
@@ -93,6 +94,7 @@ def heatmap(profile: str, seeds: list[int], slugs: list[str], path: Path) -> Pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.patches import Patch, Rectangle
 
     width = max(len(rows) for rows in table.values())
     share = np.full((len(table), width), np.nan)
@@ -104,22 +106,20 @@ def heatmap(profile: str, seeds: list[int], slugs: list[str], path: Path) -> Pat
     fig, ax = plt.subplots(figsize=(max(7.0, 2.0 + 0.55 * width), 1.6 + 0.45 * len(table)))
     cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#eeeeee")
     im = ax.imshow(np.ma.masked_invalid(share), cmap=cmap, vmin=0, vmax=1, aspect="auto")
-    from matplotlib.patches import Patch, Rectangle
-
     for i, rows in enumerate(table.values()):
         for j, r in enumerate(rows):
             if r.get("inconclusive"):
                 every = r["inconclusive"] == r["n"]
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=_NO_EVIDENCE if every else "none",
-                                       edgecolor="#555555", hatch="//" if every else "..", linewidth=0))
+                                       edgecolor=_HATCH_EDGE, hatch="//" if every else "..", linewidth=0))
             ax.text(j, i, r["id"], ha="center", va="center", fontsize=7)
-    ax.legend(handles=[Patch(facecolor=_NO_EVIDENCE, edgecolor="#555555", hatch="//",
+    ax.legend(handles=[Patch(facecolor=_NO_EVIDENCE, edgecolor=_HATCH_EDGE, hatch="//",
                              label="inconclusive at every seed (a control failed)"),
-                       Patch(facecolor="white", edgecolor="#555555", hatch="..", label="inconclusive at some seeds")],
+                       Patch(facecolor="white", edgecolor=_HATCH_EDGE, hatch="..", label="inconclusive at some seeds")],
               loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=2, fontsize=8, frameon=False)
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xticks([])
-    ax.set_xlabel("controls (K) then claims (C), in ledger order", labelpad=2)
+    ax.set_xlabel("controls (K) then claims (C), in ledger order")
     ax.set_title(f"Verdicts across seeds {min(seeds)}–{max(seeds)} (profile {profile})\n"
                  "share of seeds in which each control passed / each claim held", fontsize=10)
     fig.colorbar(im, ax=ax, label="share of seeds")
