@@ -652,3 +652,8 @@ def test_every_claim_names_declared_controls():
     assert set(NEEDS) == set(CLAIMS)
     assert all(set(v) <= set(CONTROLS) for v in NEEDS.values())
     assert list(CONTROLS) == [f"K{k}" for k in range(1, 8)]
+
+
+# Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
+# chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
+NEGATIVE_TWINS_PENDING = ('K1', 'K2', 'K3', 'K4', 'K5', 'K6', 'K7')

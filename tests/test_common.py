@@ -388,3 +388,43 @@ def test_an_offline_kernel_cannot_reach_the_network_and_a_normal_one_can(tmp_pat
         server.close()
     assert outcome["normal"] == "connected", outcome
     assert outcome["offline"] in ("OSError", "ConnectionRefusedError", "TimeoutError"), outcome
+
+
+# ---------------------------------------------------------------------------------------------- thresholds
+def test_threshold_decided_only_when_the_interval_clears_the_bar():
+    from repro.common import decide_threshold, threshold_from_ci
+
+    assert threshold_from_ci(1.40, 1.35, 1.45, 1.3).word == "holds"
+    assert threshold_from_ci(1.20, 1.15, 1.25, 1.3).word == "fails"
+    t = threshold_from_ci(1.287, 1.25, 1.32, 1.3)  # the point estimate is below, the interval straddles
+    assert t.word == "inconclusive" and "within noise" in t.reason and t.ledger_kwargs()["holds"] is None
+    assert threshold_from_ci(0.02, 0.01, 0.03, 0.05, "<=").word == "holds"
+    assert threshold_from_ci(0.08, 0.06, 0.1, 0.05, "<=").word == "fails"
+    assert decide_threshold([0.9], 0.5).word == "inconclusive"  # one unit: no interval
+    assert decide_threshold([0.9, 0.91, 0.92, 0.9], 0.5).word == "holds"
+    assert decide_threshold([0.1, 0.9, 0.5, 0.6], 0.5).word == "inconclusive"
+    with pytest.raises(ValueError, match="direction"):
+        threshold_from_ci(1, 0, 2, 1, ">")
+
+
+def test_comparison_ledger_kwargs_never_decide_on_noise():
+    from repro.common import compare_paired
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=8)
+    assert compare_paired(a + 1.0, a).ledger_kwargs() == {"holds": True, "inconclusive": None}
+    assert compare_paired(a - 1.0, a).ledger_kwargs() == {"holds": False, "inconclusive": None}
+    noisy = compare_paired(a + np.array([1.0, -1.0] * 4) + 0.1, a)  # mean gain 0.1, spread 1
+    assert noisy.word == "no measurable difference" and noisy.ledger_kwargs()["holds"] is None
+
+
+def test_two_level_bootstrap_sees_the_seed_spread():
+    from repro.common import bootstrap_two_level
+
+    rng = np.random.default_rng(1)
+    # five seeds whose means differ by ±0.1, 200 items each with tiny item noise: an item-only CI would be ±0.001
+    table = np.array([[m] * 200 for m in (0.5, 0.6, 0.7, 0.4, 0.3)]) + rng.normal(scale=0.01, size=(5, 200))
+    lo, hi = bootstrap_two_level(table, n_boot=400)
+    assert hi - lo > 0.1  # the seed spread is in the interval
+    with pytest.raises(ValueError, match="2-d"):
+        bootstrap_two_level(np.ones(5))

@@ -68,3 +68,31 @@ def test_notebook_in_git_has_no_outputs(slug):
     dirty = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
              and (c.get("outputs") or c.get("execution_count") is not None)]
     assert not dirty, f"cells {dirty} keep outputs; run python -m repro.common.nbtools strip"
+
+
+# ---------------------------------------------------------------------------------------------- negative twins
+_TWIN = re.compile(r"negative_twin\(([^)]*)\)")
+_PENDING = re.compile(r"^NEGATIVE_TWINS_PENDING\s*=\s*\(([^)]*)\)", re.M)
+
+
+def negative_twins(slug: str) -> tuple[set[str], set[str]]:
+    """The control ids that ``tests/test_<slug>.py`` gives a negative twin (``@pytest.mark.negative_twin("K1")``)
+    and those it declares still without one (``NEGATIVE_TWINS_PENDING = ("K2", ...)``), read statically."""
+    text = (REPO_ROOT / "tests" / f"test_{slug}.py").read_text()
+    twins = {k for m in _TWIN.finditer(text) for k in re.findall(r"['\"](\w+)['\"]", m.group(1))}
+    m = _PENDING.search(text)
+    pending = set(re.findall(r"['\"](\w+)['\"]", m.group(1))) if m else set()
+    return twins, pending
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_control_has_a_negative_twin(slug):
+    """Issue 41, rule 1: every control of the chapter has a test showing that it fails on a blinded apparatus, or
+    is listed as still pending in the chapter's test module (so the gap is visible and can only shrink)."""
+    controls = set(importlib.import_module(f"repro.{slug}.verdicts").CONTROLS)
+    twins, pending = negative_twins(slug)
+    assert not (twins - controls), f"negative twins for unknown controls: {sorted(twins - controls)}"
+    assert not (pending - controls), f"NEGATIVE_TWINS_PENDING names unknown controls: {sorted(pending - controls)}"
+    assert not (twins & pending), f"controls both twinned and pending (remove them from the pending list): " \
+                                  f"{sorted(twins & pending)}"
+    assert controls == twins | pending, f"controls with no negative twin: {sorted(controls - twins - pending)}"

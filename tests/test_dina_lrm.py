@@ -365,3 +365,8 @@ def test_c4_c5_c6_hold_and_fail():
     hack = [[0, 0.4, 0.2, 0.1, -0.2]] * 3
     d = verdicts.c6(hack, up, steps)
     assert d["holds"] is False and "peaked" in d["reason"]
+
+
+# Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
+# chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
+NEGATIVE_TWINS_PENDING = ('K1', 'K2a', 'K2b', 'K2c', 'K3a', 'K3b', 'K4a', 'K4b')

@@ -255,3 +255,8 @@ def test_ledger_accepts_every_verdict_function():
     led.control("K5", **V.k5({0.25: [10, 40]}, {0.25: [24, 24]}, 200))
     led.record("C1", **V.c1([0.1, 0.0], [0, 0], 1.3, 1.1))
     assert led.verdict("K2a") == "failed" and led.verdict("C1") == "holds"
+
+
+# Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
+# chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
+NEGATIVE_TWINS_PENDING = ('K1', 'K2a', 'K2b', 'K2c', 'K3', 'K4', 'K5')

@@ -329,3 +329,8 @@ def test_c6_holds_fails_and_needs_the_control_run():
 def test_claims_and_controls_ids():
     assert list(V.CLAIMS) == ["C1", "C2", "C3", "C4", "C5a", "C5b", "C6"]
     assert list(V.CONTROLS) == ["K1", "K2", "K3", "K4", "K5"]
+
+
+# Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
+# chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
+NEGATIVE_TWINS_PENDING = ('K1', 'K2', 'K3', 'K4', 'K5')

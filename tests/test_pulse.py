@@ -648,3 +648,8 @@ def test_ecg_settings_rule_candidates():
         assert 1 < st["wide_factor"] <= prev["wide_factor"] and prev["t_factor"] <= st["t_factor"] < 0
         assert st["noise"] >= prev["noise"]
         prev = st
+
+
+# Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
+# chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
+NEGATIVE_TWINS_PENDING = ('K1', 'K2', 'K3', 'K4')

@@ -587,3 +587,8 @@ def test_numpy_fallback_when_kernel_missing(monkeypatch, small_instance):
         stage.resolve_solver("cpp")
     got = rs.rose(d, 0.1, refs)
     assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+
+
+# Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
+# chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
+NEGATIVE_TWINS_PENDING = ('K1', 'K2', 'K3', 'K4', 'K5', 'K6', 'K7')

@@ -87,6 +87,15 @@ class Comparison:
         """A "no worse than B by ``margin``" claim: the CI's lower end lies above ``-margin``."""
         return bool(self.ci_lo > -abs(margin))
 
+    def ledger_kwargs(self) -> dict:
+        """``holds``/``inconclusive`` for :meth:`repro.common.Ledger.record` of an "A beats B" claim: ``better``
+        holds, ``worse`` fails, and ``no measurable difference`` decides nothing (inconclusive, with the CI)."""
+        if self.word == WORDS[2]:
+            return {"holds": None, "inconclusive": (f"no measurable difference: the 95% CI of the paired difference "
+                                                    f"[{self.ci_lo:.4g}, {self.ci_hi:.4g}] over {self.n} pairs "
+                                                    f"does not clear the margin {self.margin:g}")}
+        return {"holds": self.better, "inconclusive": None}
+
     def numbers(self, prefix: str = "") -> dict[str, float | str | list[float]]:
         """The ledger's view: mean difference, its 95% CI, the seed count and the word."""
         p = f"{prefix} " if prefix else ""
@@ -114,3 +123,101 @@ def compare_paired(a: np.ndarray, b: np.ndarray, *, higher_is_better: bool = Tru
     lo, hi = s["ci_lo"], s["ci_hi"]
     word = WORDS[0] if lo > margin else WORDS[1] if hi < -margin else WORDS[2]
     return Comparison(s["mean_diff"], lo, hi, n, margin, s["p_value"], word)
+
+
+# ---------------------------------------------------------------------------------------------- thresholds
+THRESHOLD_WORDS = ("holds", "fails", "inconclusive")
+
+
+@dataclass(frozen=True)
+class ThresholdTest:
+    """A claim "statistic ≥ threshold" (or ≤) decided against the statistic's noise (issue 41, rule 4).
+
+    ``word`` is ``holds`` only when the whole 95% interval clears the threshold on the claimed side, ``fails`` only
+    when it lies wholly on the other side, and ``inconclusive`` otherwise (the point estimate alone decides
+    nothing: a 1.287 against a bar of 1.3 whose interval is ±0.04 is within noise of the bar).
+    """
+
+    estimate: float
+    ci_lo: float
+    ci_hi: float
+    threshold: float
+    direction: str  # ">=" or "<="
+    n: int
+    word: str
+
+    @property
+    def holds(self) -> bool:
+        return self.word == "holds"
+
+    @property
+    def decided(self) -> bool:
+        return self.word != "inconclusive"
+
+    @property
+    def reason(self) -> str:
+        """Why it is inconclusive (empty when decided)."""
+        if self.decided:
+            return ""
+        return (f"within noise of the threshold: the 95% interval [{self.ci_lo:.4g}, {self.ci_hi:.4g}] of "
+                f"{self.estimate:.4g} contains the bar {self.threshold:g}")
+
+    def ledger_kwargs(self) -> dict:
+        """``holds`` and ``inconclusive`` for :meth:`repro.common.Ledger.record`."""
+        return {"holds": self.holds if self.decided else None, "inconclusive": self.reason or None}
+
+    def numbers(self, prefix: str = "") -> dict[str, float | str | list[float]]:
+        p = f"{prefix} " if prefix else ""
+        return {f"{p}estimate": self.estimate, f"{p}ci95": [self.ci_lo, self.ci_hi], f"{p}n": self.n,
+                f"{p}vs threshold": f"{self.direction} {self.threshold:g}: {self.word}"}
+
+
+def threshold_from_ci(estimate: float, ci_lo: float, ci_hi: float, threshold: float, direction: str = ">=",
+                      n: int = 0) -> ThresholdTest:
+    """Decide "estimate ``direction`` threshold" from an interval already computed (bootstrap, t, Wilson).
+
+    A NaN anywhere makes it inconclusive; an interval that touches the bar is not clear of it."""
+    if direction not in (">=", "<="):
+        raise ValueError(f"direction must be '>=' or '<='; got {direction!r}")
+    lo, hi = float(min(ci_lo, ci_hi)), float(max(ci_lo, ci_hi))
+    if not all(math.isfinite(v) or math.isinf(v) for v in (lo, hi)) or math.isnan(float(estimate)):
+        word = THRESHOLD_WORDS[2]
+    elif direction == ">=":
+        word = THRESHOLD_WORDS[0] if lo >= threshold else THRESHOLD_WORDS[1] if hi < threshold else THRESHOLD_WORDS[2]
+    else:
+        word = THRESHOLD_WORDS[0] if hi <= threshold else THRESHOLD_WORDS[1] if lo > threshold else THRESHOLD_WORDS[2]
+    return ThresholdTest(float(estimate), lo, hi, float(threshold), direction, int(n), word)
+
+
+def decide_threshold(values: np.ndarray, threshold: float, direction: str = ">=", level: float = 0.95
+                     ) -> ThresholdTest:
+    """Decide "mean of ``values`` ``direction`` threshold" with the Student-t interval over the units in
+    ``values`` (seeds, or seed × item means). One unit (or a NaN) gives an unbounded interval: inconclusive."""
+    v = np.asarray(values, float).ravel()
+    if v.size < 2 or not np.all(np.isfinite(v)):
+        est = float(np.mean(v)) if v.size else float("nan")
+        return threshold_from_ci(est, -math.inf, math.inf, threshold, direction, int(v.size))
+    m, h = mean_ci(v, level=level)
+    return threshold_from_ci(float(m), float(m - h), float(m + h), threshold, direction, int(v.size))
+
+
+def bootstrap_two_level(values: np.ndarray, statistic: Callable[[np.ndarray], float] = np.mean, *,
+                        n_boot: int = 2000, level: float = 0.95, rng: np.random.Generator | int = 0
+                        ) -> tuple[float, float]:
+    """Percentile interval of ``statistic`` over a (units × items) table, resampling both what changes with the
+    seed: the units (training seeds, rows) and, within each drawn unit, its items (test examples, columns).
+
+    A CI over the items of one run alone misses the seed-to-seed spread; one over seed means alone misses the
+    test set's. ``statistic`` gets the resampled table and returns a number."""
+    x = np.asarray(values, float)
+    if x.ndim != 2:
+        raise ValueError(f"bootstrap_two_level needs a 2-d (units × items) table; got shape {x.shape}")
+    u, m = x.shape
+    rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
+    boots = np.empty(n_boot)
+    for b in range(n_boot):
+        rows = rng.integers(0, u, size=u)
+        cols = rng.integers(0, m, size=(u, m))
+        boots[b] = statistic(x[rows[:, None], cols])
+    lo, hi = np.nanquantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
