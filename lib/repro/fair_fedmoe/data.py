@@ -18,6 +18,11 @@ Site k's group mix is Dirichlet(β·1) ⊙ π renormalised, with global frequenc
 .05, .03); its size is U[400, 1200]; its label rate 0.35 + U[−0.1, 0.1]. Each site is split 70/30; the test set
 is the pooled 30 %. A federation is redrawn until every group has ≥ 20 positives and ≥ 20 negatives in the
 pooled test set (per-group AUC is undefined otherwise).
+
+Blinded federations (``blind``, for the negative twins of the controls, issue 41): ``"labels"`` permutes the
+training labels within each site (nothing left to learn), ``"groups"`` permutes the training group labels within
+each site (nothing left to route on), ``"mixes"`` gives every site the global mix π whatever β (no heterogeneity).
+The pooled test set is never blinded.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ PI_FULL = np.array([1.0, 0.6, 0.35, 0.2, 0.12, 0.08, 0.05, 0.03])
 D_IN, D_FEAT = 32, 64
 DELTA_MU_NORM, GROUP_OFFSET_SD, SITE_SHIFT_NORM, XI_SD = 2.0, 1.0, 0.5, 0.3
 MIN_PER_CLASS = 20
+BLINDS = (None, "labels", "groups", "mixes")
 TRAIN_FRAC = 0.7
 
 
@@ -142,8 +148,12 @@ def sample_site(geo: Geometry, k: int, n: int, mix: np.ndarray, label_rate: floa
 
 def make_federation(n_sites: int, n_groups: int, beta: float, seed: int, theta_deg: float = 45.0,
                     outlier_shift: float = 3.0, group_offset_sd: float = GROUP_OFFSET_SD,
-                    site_shift: float = SITE_SHIFT_NORM, max_draws: int = 200) -> Federation:
-    """Draw the federation of replicate ``seed`` at heterogeneity β (redrawn until the test rule holds)."""
+                    site_shift: float = SITE_SHIFT_NORM, max_draws: int = 200,
+                    blind: str | None = None) -> Federation:
+    """Draw the federation of replicate ``seed`` at heterogeneity β (redrawn until the test rule holds);
+    ``blind`` in ``BLINDS`` removes one structure from the training splits (see the module docstring)."""
+    if blind not in BLINDS:
+        raise ValueError(f"blind must be one of {BLINDS}; got {blind!r}")
     geo = make_geometry(n_sites, n_groups, seed, theta_deg, outlier_shift, group_offset_sd, site_shift)
     pi = group_frequencies(n_groups)
     rng = np.random.default_rng([seed, 303, int(round(1e6 * beta))])
@@ -151,13 +161,21 @@ def make_federation(n_sites: int, n_groups: int, beta: float, seed: int, theta_d
         mixes = rng.dirichlet(np.full(n_groups, beta), size=n_sites) * pi
         mixes = np.maximum(mixes, 0)
         mixes /= mixes.sum(1, keepdims=True)
+        if blind == "mixes":
+            mixes = np.tile(pi, (n_sites, 1))
         sites, tests, tsite = [], [], []
         for k in range(n_sites):
             n = int(rng.integers(400, 1201))
             rate = 0.35 + rng.uniform(-0.1, 0.1)
             _, X, y, g = sample_site(geo, k, n, mixes[k], rate, rng)
             n_tr = int(round(TRAIN_FRAC * n))
-            sites.append(SiteData(X[:n_tr], y[:n_tr], g[:n_tr]))
+            y_tr, g_tr = y[:n_tr].copy(), g[:n_tr].copy()
+            blind_rng = np.random.default_rng([seed, 505, k])   # its own stream: the draws stay the real ones
+            if blind == "labels":
+                y_tr = blind_rng.permutation(y_tr)
+            elif blind == "groups":
+                g_tr = blind_rng.permutation(g_tr)
+            sites.append(SiteData(X[:n_tr], y_tr, g_tr))
             tests.append(SiteData(X[n_tr:], y[n_tr:], g[n_tr:]))
             tsite.append(np.full(n - n_tr, k))
         test = SiteData(*(np.concatenate([getattr(t, a) for t in tests]) for a in ("X", "y", "g")))

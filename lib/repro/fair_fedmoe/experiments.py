@@ -63,12 +63,13 @@ class FedRun:
     models: dict = field(default_factory=dict)
 
 
-def run_federation(cfg: Config, rep: int, beta: float, default: bool) -> FedRun:
+def run_federation(cfg: Config, rep: int, beta: float, default: bool, blind: str | None = None) -> FedRun:
     """Train the K local Fair-MoE and single-head models, aggregate them every way, evaluate on the pooled test
-    set; at the default β also the centralized models and the multi-round baselines."""
+    set; at the default β also the centralized models and the multi-round baselines. ``blind`` draws a blinded
+    federation (:func:`repro.fair_fedmoe.data.make_federation`; the controls' negative twins)."""
     seed = replicate_seed(cfg, rep)
     fed = make_federation(cfg.n_sites, cfg.n_groups, beta, seed, cfg.theta_deg, cfg.outlier_shift,
-                          cfg.group_offset_sd, cfg.site_shift)
+                          cfg.group_offset_sd, cfg.site_shift, blind=blind)
     G, K = fed.n_groups, cfg.n_sites
     counts = fed.counts()
     data = Stacked.from_sites(fed.sites)
@@ -162,13 +163,14 @@ class Experiment:
         return np.array([r.metrics[method][metric] for r in self.at(b)])
 
 
-def run_experiment(cfg: Config, progress=None) -> Experiment:
-    """Every replicate at every β of the sweep (the default β with the extra methods)."""
+def run_experiment(cfg: Config, progress=None, blind: str | None = None) -> Experiment:
+    """Every replicate at every β of the sweep (the default β with the extra methods); ``blind``: see
+    :func:`run_federation`."""
     torch.set_num_threads(1)
     runs = []
     for rep in range(cfg.n_seeds):
         for beta in cfg.beta_sweep:
-            runs.append(run_federation(cfg, rep, beta, default=abs(beta - cfg.beta) < 1e-12))
+            runs.append(run_federation(cfg, rep, beta, default=abs(beta - cfg.beta) < 1e-12, blind=blind))
             if progress:
                 progress(rep, beta)
     return Experiment(cfg, runs)
@@ -219,3 +221,38 @@ def tv_at_outlier_shift(cfg: Config, outlier_shift: float, beta: float) -> list[
     alt = dataclasses.replace(cfg, outlier_shift=outlier_shift)
     return [float(run_federation(alt, rep, beta, default=False).diag["tv_omega_counts"].mean())
             for rep in range(cfg.n_seeds)]
+
+
+def budget_table(cfg: Config) -> pd.DataFrame:
+    """Baseline parity (issue 41, rule 3): for every method, its data, trainable parameters, Adam steps per site,
+    rounds, and total Adam steps (batch 64, lr ``cfg.lr``, the same initialisation and mini-batch stream within a
+    replicate). One-shot methods share the method's budget exactly; the 20-round baselines get more steps than
+    the method (generous to them: C6 asks whether one round suffices)."""
+    K = cfg.n_sites
+    n_par = {kind: int(sum(t.numel() for t in f(cfg.n_groups, 0).values())) for kind, f in
+             (("moe", init_moe), ("head", init_head))}
+    one = cfg.local_steps
+    multi = cfg.fl_rounds * cfg.round_steps
+    rows = [
+        ("fair_fedmoe", "the K sites' training splits", "moe", one, 1, "prototype-guided ω (experts), TIES (adapter)"),
+        ("fedavg", "the K sites' training splits", "head", one, 1, "∝ n^k"),
+        ("ensemble", "the K sites' training splits", "head", one, 1, "mean of the K local predictions"),
+        ("local", "one site's training split", "head", one, 0, "none (mean over sites)"),
+        ("abl_no_routing", "the K sites' training splits", "head", one, 1, "TIES (adapter), ∝ n^k (head)"),
+        ("abl_counts", "the K sites' training splits", "moe", one, 1, "∝ n_g^k (experts), ∝ n^k (adapter)"),
+        ("abl_experts_counts", "the K sites' training splits", "moe", one, 1, "∝ n_g^k (experts), TIES (adapter)"),
+        ("abl_ties_only", "the K sites' training splits", "moe", one, 1, "TIES (experts and adapter)"),
+        ("fedavg20", "the K sites' training splits", "head", multi, cfg.fl_rounds, "∝ n^k every round"),
+        ("fairfed20", "the K sites' training splits", "head", multi, cfg.fl_rounds, "FairFed weights every round"),
+        ("central_head", "the K splits pooled", "head", cfg.central_steps, 0, "none (one model)"),
+        ("central_moe", "the K splits pooled", "moe", cfg.central_steps, 0, "none (one model)"),
+    ]
+    out = []
+    for m, data, kind, steps, rounds, rule in rows:
+        central = m.startswith("central")
+        out.append({"method": LABELS.get(m, m), "data": data, "model": "adapter + G experts + prototypes"
+                    if kind == "moe" else "adapter + one head (width 32·G)", "parameters": n_par[kind],
+                    "Adam steps per site": "—" if central else steps, "rounds": rounds,
+                    "Adam steps in all": steps if central else steps * (1 if m == "local" else K),
+                    "merge": rule})
+    return pd.DataFrame(out).set_index("method")
