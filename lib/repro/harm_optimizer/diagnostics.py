@@ -72,3 +72,33 @@ def first_order_agreement(G_full: torch.Tensor, delta: torch.Tensor, dloss: torc
     pred = (-(G_full.double() @ delta.double())) > tol
     meas = dloss > tol
     return float((pred == meas).double().mean())
+
+
+def autograd_gram_error(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, G_full: torch.Tensor,
+                        n: int = 8) -> float:
+    """K3's apparatus check: max_ij |(G Gᵀ)_ij − (g_iᵀg_j)_autograd| / max_ij |(g_iᵀg_j)_autograd| over the first
+    ``n`` samples, where the reference g_i comes from an ordinary ``torch.autograd.grad`` of sample i's own
+    cross-entropy through a float64 copy of the module (one backward per sample; in float32 the cross-entropy's
+    p_y − 1 cancels for well-fit samples and the reference itself would be off by ~1e-3 late in training) and
+    ``G_full`` are the per-sample gradients the chapter measures with (``torch.func.vmap``, float32,
+    :func:`repro.harm_optimizer.optim.per_sample_grads`). Both Grams are accumulated in float64. A full Gram that does not equal the dot products of the real per-sample
+    gradients would make every C2 number meaningless."""
+    import copy
+
+    import torch.nn.functional as F
+
+    n = min(int(n), len(y))
+    m64 = copy.deepcopy(model).double()
+    params = [p for p in m64.parameters()]
+    x64 = x.double()
+    ref = []
+    for i in range(n):
+        loss = F.cross_entropy(m64(x64[i:i + 1]), y[i:i + 1])
+        gi = torch.autograd.grad(loss, params)
+        ref.append(torch.cat([g.reshape(-1) for g in gi]).double())
+    R = torch.stack(ref)
+    K_ref = R @ R.T
+    Gs = G_full[:n].double()
+    K = Gs @ Gs.T
+    scale = float(K_ref.abs().max())
+    return float((K - K_ref).abs().max()) / scale if scale > 0 else float("nan")
