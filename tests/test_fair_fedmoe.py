@@ -200,6 +200,10 @@ def test_controls_pass_and_fail():
     assert V.k3(good)["holds"]
     assert not V.k3({0.3: dict(counts=counts, tv_omega=tv(0.01))})["holds"]
     assert not V.k3({0.3: dict(counts=[np.array([[50, 0, 0], [50, 5, 0]])] * 5, tv_omega=tv(0.3))})["holds"]
+    one_bad = counts[:4] + [np.array([[50, 0, 0], [50, 5, 0]])]          # 2, 2, 2, 2, 1 groups: within noise
+    assert not V.k3({0.3: dict(counts=one_bad, tv_omega=tv(0.2))})["holds"]
+    rich = [np.array([[50, 50, 50], [50, 50, 50]])] * 9 + [np.array([[50, 0, 0], [50, 50, 0]])]  # 3 x 9, 1
+    assert V.k3({0.3: dict(counts=rich, tv_omega=[[0.2, 0.2, 0.1]] * 10)})["holds"]
     assert V.k5({0.1: _seeds(0.55), 10.0: _seeds(0.1), 100.0: _seeds(0.03)})["holds"]
     assert not V.k5({0.1: _seeds(0.55), 10.0: _seeds(0.03)})["holds"]            # no β = 100 in the sweep
     assert not V.k5({0.1: _seeds(0.55), 100.0: _seeds(0.12)})["holds"]

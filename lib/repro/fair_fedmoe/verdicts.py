@@ -76,8 +76,8 @@ CONTROLS = {
           ">= one-shot FedAvg's + 4 points (default beta; each bar cleared by the 95 % CI over seeds).",
     "K2": "Routing is exercised: after aggregation, argmax_g cos(h, p_g) names the true group of >= 85 % of test "
           "samples and of >= 65 % in every group (default beta; each bar cleared by the 95 % CI over seeds).",
-    "K3": "Aggregation is exercised, per beta: >= 2 groups have >= 2 sites with n_g^k >= 10 (every seed), and the "
-          "mean TV(omega_g, count weights) is >= 0.10 (95 % CI over seeds clears the bar).",
+    "K3": "Aggregation is exercised, per beta: >= 2 groups have >= 2 sites with n_g^k >= 10, and the mean "
+          "TV(omega_g, count weights) is >= 0.10 (95 % CI over seeds clears each bar).",
     "K4": "The iterative baselines train: FedAvg-20's RES-AUC is >= one-shot FedAvg's + 2 points, and FairFed's "
           "site weights move >= 0.05 from n_k/n (largest |w_k - n_k/n| after the last round); each bar cleared by "
           "the 95 % CI over seeds.",
@@ -212,25 +212,26 @@ def sites_per_group(counts: np.ndarray, min_count: int = T["K3_min_count"]) -> n
 
 def k3(per_beta: dict[float, dict], outlier: dict | None = None) -> dict:
     """``per_beta[β]`` holds ``counts`` (list over seeds of [K, G]) and ``tv_omega`` (list of [G]). ``outlier``:
-    the planted site's ω share / count share (reported, not a condition). The group-count check is a count on
-    each seed's data (no noise to decide: every seed must meet it); the TV is decided over seeds."""
-    tests, numbers, bad_counts = {}, {}, []
+    the planted site's ω share / count share (reported, not a condition). Both parts are decided over replicates:
+    the number of groups with >= 2 sites of n >= 10 (mean over replicates; the fewest in any replicate is
+    reported) and the mean TV(ω, counts). Until issue 45 the count part was "in every replicate"; a minimum over
+    replicates gets harsher with every replicate added (with 10 replicates at β = 0.1, one draw in which a single
+    group is shared by two sites decided it), so it is decided by its interval like every other threshold."""
+    tests, numbers = {}, {}
     for beta, d in sorted(per_beta.items()):
         groups_ok = [int((sites_per_group(c) >= T["K3_sites"]).sum()) for c in d["counts"]]
-        numbers[f"β={beta:g}: groups with >=2 sites (min over seeds)"] = min(groups_ok)
-        if min(groups_ok) < T["K3_groups"]:
-            bad_counts.append(f"at β = {beta:g} a seed has only {min(groups_ok)} group(s) with >= {T['K3_sites']} "
-                              f"sites of >= {T['K3_min_count']} samples")
+        numbers[f"β={beta:g}: groups with >=2 sites (fewest in a replicate)"] = min(groups_ok)
+        tc = decide_threshold(groups_ok, T["K3_groups"], ">=")
+        tests[f"β={beta:g}: groups with >=2 sites"] = (
+            tc, _check(tc, f"at β = {beta:g} the number of groups with >= {T['K3_sites']} sites of >= "
+                           f"{T['K3_min_count']} samples"))
         t = decide_threshold([np.mean(v) for v in d["tv_omega"]], T["K3_tv_omega"], ">=")
         tests[f"β={beta:g}: TV(ω, counts)"] = (t, _check(t, f"at β = {beta:g} the mean TV(ω, count weights)"))
     if outlier:
         numbers.update(outlier)
-    out = _control(tests, f"per β: >= {T['K3_groups']} groups with >= {T['K3_sites']} sites of n >= "
-                          f"{T['K3_min_count']} (every seed); TV(ω, counts) >= {T['K3_tv_omega']} (CI)", numbers)
-    if bad_counts:
-        out["holds"] = False
-        out["reason"] = "; ".join(bad_counts + ([out["reason"]] if out["reason"] else []))
-    return out
+    return _control(tests, f"per β: >= {T['K3_groups']} groups with >= {T['K3_sites']} sites of n >= "
+                           f"{T['K3_min_count']}; TV(ω, counts) >= {T['K3_tv_omega']} (CI over replicates clears "
+                           "each bar)", numbers)
 
 
 def k5(mix_tv: dict[float, Sequence[float]], expected: dict[float, float] | None = None) -> dict:
