@@ -228,37 +228,53 @@ def test_metrics():
 
 # ----------------------------------------------------------------------------- end to end (smoke sizes)
 
-def test_end_to_end_tiny_watermark_ranks_above_null():
+@pytest.fixture(scope="module")
+def study():
+    from repro.bicot import experiments as ex
+    cfg = bicot.Config.from_profile("smoke", seed=0, wm_steps=40, wm_lr=1e-3, n_query_sets=4, n_verify=16,
+                                    n_null_keys=50, n_wrong_keys=8)
+    st = ex.setup(cfg)
     torch.manual_seed(0)
-    tok = bicot.Tokenizer(5)
-    m0, _ = bicot.model.train_base(tok, GPTConfig(tok.vocab_size, 32, 1, 4, 128), 5, (1, 2), 0, 150, 2.0)
-    B = wm.make_key(1, 32, 2)
-    bic, h = wm.embed_watermark(copy.deepcopy(m0), m0, B, tok, 5, (1, 2), 40, seed=0, k=6)
-    probs = bicot.make_problems(np.random.default_rng(9), 16, 5, (1, 2), tok)
-    ref = api.query(bic, probs, tok, 6, 16)
-    null = wm.make_keys(np.random.default_rng(0), 50, 32, 2)
-    out = V.verify(ref, ref, tok, m0.W_U.detach().numpy().astype(float), B, null)
-    clean = V.verify(api.query(m0, probs, tok, 6, 16), ref, tok, m0.W_U.detach().numpy().astype(float), B, null)
-    assert out["detected"] and out["S"] > clean["S"]
+    st.models["M0"], st.info["M0"] = bicot.model.train_base(st.tok, st.gc, cfg.modulus, tuple(cfg.depth_range), 0, 150, 2.0)
+    ex.choose_key(st)
+    ex.embed(st)
+    return ex, st
+
+
+def test_end_to_end_tiny_watermark_ranks_above_null(study):
+    """The study fixture (below): a 150-step base at smoke sizes, BiCoT embedded for 40 steps."""
+    ex, st = study
+    out = ex.verify_model(st, "BiCoT")
+    clean = ex.verify_model(st, "M0")
+    assert all(o["S"] > c["S"] for o, c in zip(out, clean)) and any(o["detected"] for o in out)
 
 
 # ----------------------------------------------------------------------------- verdicts hold and fail
 
 def test_k1_passes_and_fails():
-    assert verdicts.k1(0.9, [5, 6], [0.1, 1.0])["holds"]
-    assert not verdicts.k1(0.9, [5, 3], [0.1, 1.0])["holds"]
-    assert not verdicts.k1(0.5, [5, 6], [0.1, 1.0])["holds"]
-    assert not verdicts.k1(0.9, [5, 6], [0.1, 2.5])["holds"]
+    g = np.random.default_rng(0)
+    R = 0.9 + 0.02 * g.standard_normal(100)
+    clean = {"M0c": [0.1, 1.0, 0.5], "M0'": [-0.3, 0.2, 0.0]}
+    assert verdicts.k1(R, [5, 6, 5.5], clean)["holds"]
+    assert not verdicts.k1(R, [5, 3, 5.5], clean)["holds"]                    # one set below 4
+    assert not verdicts.k1(R - 0.4, [5, 6, 5.5], clean)["holds"]              # R(B) below 0.8
+    bad = verdicts.k1(R, [5, 6, 5.5], {**clean, "M0'": [0.1, 2.5, 0.3]})       # M0' looks watermarked on one set
+    assert not bad["holds"] and "M0'" in bad["reason"]
+    # every set below 2, but the mean's interval is not clear of it: the control does not pass
+    assert not verdicts.k1(R, [5, 6, 5.5], {"M0c": [1.9, 1.95, 0.2]})["holds"]
 
 
-def test_k5_passes_and_fails():
-    assert verdicts.k5([0.1, 1.5], 0.3, 0.9)["holds"]
-    assert not verdicts.k5([0.1, 2.5], 0.5, 0.9)["holds"]
-    leak = {"B in row(W_U)": 0.3, "hidden": {"h_B constant share": 0.98, "logit energy from h_B": 0.6},
+def test_c2b_holds_fails_and_inconclusive():
+    assert verdicts.c2b([0.1, 0.3, -0.2, 0.0])["holds"] is True
+    leak = {"B in row(W_U)": 0.3, "|V|/d": 0.3, "sv(W_U B) / rms sv(W_U)": [0.9, 0.7],
+            "hidden": {"hidden ratio": 0.9, "h_B in row(W_U)": 0.3, "h_B constant share": 0.98,
+                       "logit energy from h_B": 0.6},
             "M0": {"logit energy from h_B": 0.04}}
-    bad = verdicts.k5([0.1, 2.5], 0.5, 0.9, leak)
-    assert not bad["holds"] and "0.60" in bad["reason"] and bad["numbers"]["logit energy from h_B"] == 0.6
-    assert verdicts.k5([0.1, 1.5], 0.3, 0.9, leak)["holds"]
+    bad = verdicts.c2b([5.0, 6.0, 5.5, 4.8], leak)
+    assert bad["holds"] is False and "0.60" in bad["reason"] and bad["numbers"]["logit energy from h_B"] == 0.6
+    assert bad["numbers"]["z per query set"] == [5.0, 6.0, 5.5, 4.8]
+    inc = verdicts.c2b([0.5, 3.5, 1.0, 2.5])
+    assert inc["holds"] is None and "within noise" in inc["inconclusive"]
 
 
 def test_k2_passes_and_fails():
@@ -267,6 +283,7 @@ def test_k2_passes_and_fails():
     dmg = a * (g.random(1500) < 0.8)
     assert verdicts.k2(a, dmg)["holds"]
     assert not verdicts.k2(a, a)["holds"]
+    assert not verdicts.k2(a, a * (g.random(1500) < 0.94))["holds"]     # loses ~5 points: not clear of the bar
 
 
 def test_k3_passes_and_fails():
@@ -279,21 +296,39 @@ def test_k3_passes_and_fails():
 
 
 def test_k4_passes_and_fails():
-    assert verdicts.k4(0.99, 0.95, 0.6, 0.1)["holds"]
-    assert not verdicts.k4(0.99, 0.95, 0.6, 0.5)["holds"]
-    assert not verdicts.k4(0.5, 0.95, 0.6, 0.1)["holds"]
-    # several bias draws: the mean margins decide, the per-draw range is reported
-    ok = verdicts.k4(0.99, 0.95, [0.6, 0.5], [0.35, 0.05])
-    assert ok["holds"] and ok["numbers"]["bias draws"] == 2 and ok["numbers"]["margin lost min draw"] < 0.5
-    assert not verdicts.k4(0.99, 0.95, [0.6, 0.5], [0.35, 0.25])["holds"]
+    kept = [0.97, 0.98, 0.99, 0.96]
+    rsr = [0.6, 0.5, 0.55, 0.58, 0.62, 0.52]
+    ok = verdicts.k4(0.995, 17, kept, rsr, [0.1, 0.05, 0.12, 0.08, 0.1, 0.06], 4.0, {2.0: 0.5, 4.0: 0.85, 8.0: 0.95})
+    assert ok["holds"] and ok["numbers"]["bias draws"] == 6 and ok["numbers"]["margin lost σ=8"] == 0.95
+    assert not verdicts.k4(0.995, 17, kept, rsr, [0.5, 0.45, 0.5, 0.5, 0.55, 0.5])["holds"]      # the bias does not bite
+    assert not verdicts.k4(0.995, 17, kept, rsr, [0.3, 0.25, 0.28, 0.3, 0.31, 0.26])["holds"]    # ~50 %: within noise
+    assert not verdicts.k4(0.96, 17, kept, rsr, [0.1] * 6)["holds"]                          # r not clear of 0.95
+    assert not verdicts.k4(0.995, 17, [0.8, 0.85, 0.9, 0.82], rsr, [0.1] * 6)["holds"]
+
+
+def test_intervals():
+    lo, hi = verdicts.fisher_ci(0.9, 50)
+    assert lo < 0.9 < hi and hi < 1
+    assert verdicts.wilson_ci(0, 8)[1] == pytest.approx(0.3244, abs=1e-3)
+    est, lo, hi = verdicts.ratio_loss_ci([0.1, 0.2, 0.15], [1.0, 1.0, 1.0])
+    assert est == pytest.approx(0.85) and lo <= est <= hi
+    g = np.random.default_rng(0)
+    r = bicot.metrics.roc_ci(g.normal(3, 1, 40), g.normal(0, 1, 200))
+    assert r["AUC ci95"][0] <= r["AUC"] <= r["AUC ci95"][1] and r["AUC"] > 0.9
+    sep = bicot.metrics.roc_ci([5, 6, 7], [0, 1, 2, 1])
+    assert sep["AUC ci95"] == [1.0, 1.0] and sep["TPR ci95"] == [1.0, 1.0]
+    lo, hi = bicot.metrics.auc_gap_ci([5, 6, 7], [0, 1, 2], [0.5, 6, 1], [0, 1, 2])
+    assert lo <= 1 - bicot.auc([0.5, 6, 1], [0, 1, 2]) <= hi
 
 
 def test_c1a_holds_and_fails():
     g = np.random.default_rng(0)
     a = (g.random(2000) < 0.8).astype(float)
     assert verdicts.c1a(a, a, a, a)["holds"]
-    worse = a * (g.random(2000) < 0.9)
-    assert not verdicts.c1a(worse, a, a, a)["holds"]
+    worse = a * (g.random(2000) < 0.85)
+    assert verdicts.c1a(worse, a, a, a)["holds"] is False
+    slightly = a * (g.random(2000) < 0.975)
+    assert verdicts.c1a(slightly, a, a, a)["holds"] is None                 # the interval straddles −2 points
     assert verdicts.c1a(a[:100], a[:100], a[:100], a[:100])["inconclusive"]
 
 
@@ -301,28 +336,44 @@ def test_c1b_holds_and_fails():
     g = np.random.default_rng(0)
     a = (g.random(2000) < 0.8).astype(float)
     assert verdicts.c1b(a * (g.random(2000) < 0.8), a)["holds"]
-    assert not verdicts.c1b(a, a)["holds"]
+    assert verdicts.c1b(a, a)["holds"] is False
+
+
+def _roc(pos, neg):
+    return bicot.metrics.roc_ci(pos, neg)
 
 
 def test_c2_c3_c4_c5_hold_and_fail():
-    assert verdicts.c2(0.999, 0.97, 8, 200)["holds"] and not verdicts.c2(0.98, 0.97, 8, 200)["holds"]
-    assert verdicts.c3a({"int8": 0.95, "FT": 0.99})["holds"] and not verdicts.c3a({"int8": 0.85})["holds"]
+    g = np.random.default_rng(0)
+    neg = g.normal(0, 1, 200)
+    pos_good, pos_bad = g.normal(9, 1, 8), g.normal(0, 1, 8)
+    assert verdicts.c2(_roc(pos_good, neg))["holds"] and verdicts.c2(_roc(pos_bad, neg))["holds"] is False
+    assert verdicts.c3a({"int8": _roc(pos_good, neg), "FT": _roc(pos_good, neg)})["holds"]
+    assert verdicts.c3a({"int8": _roc(pos_bad, neg), "FT": _roc(pos_good, neg)})["holds"] is False
     assert verdicts.c3b(1.0, 0.2)["holds"] and not verdicts.c3b(1.0, 0.8)["holds"]
-    assert verdicts.c4(0.99, 0.7)["holds"] and not verdicts.c4(0.99, 0.95)["holds"] and not verdicts.c4(0.9, 0.5)["holds"]
-    assert verdicts.c5(0.97, 0.9)["holds"] and not verdicts.c5(0.9, 0.9)["holds"]
+    gap = bicot.metrics.auc_gap_ci(pos_good, neg, pos_bad, neg)
+    assert verdicts.c4(_roc(pos_good, neg), _roc(pos_bad, neg), gap)["holds"]
+    gap0 = bicot.metrics.auc_gap_ci(pos_good, neg, pos_good, neg)
+    assert verdicts.c4(_roc(pos_good, neg), _roc(pos_good, neg), gap0)["holds"] is False
+    assert verdicts.c5(_roc(pos_good, neg))["holds"] and verdicts.c5(_roc(pos_bad, neg))["holds"] is False
 
 
 def test_c6_holds_fails_and_inconclusive():
-    base = {"lam": 0, "z": 8, "acc": 0.9}
-    assert verdicts.c6([base, {"lam": 1, "z": 3, "acc": 0.7}])["holds"]
-    assert not verdicts.c6([base, {"lam": 1, "z": 3, "acc": 0.88}])["holds"]
-    assert verdicts.c6([base, {"lam": 1, "z": 6, "acc": 0.7}])["holds"]
-    assert verdicts.c6([base, {"lam": 1, "z": 6, "acc": 0.88}])["holds"] is None
+    g = np.random.default_rng(0)
+    base_items = (g.random(512) < 0.9).astype(float)
+    big = base_items * (g.random(512) < 0.7)
+    small = base_items * (g.random(512) < 0.99)
+    base = {"lam": 0, "z": 8, "acc": base_items.mean(), "acc_items": base_items}
+    row = lambda z, it: {"lam": 1, "z": z, "acc": it.mean(), "acc_items": it}
+    assert verdicts.c6([base, row(3, big)])["holds"]
+    assert verdicts.c6([base, row(3, small)])["holds"] is False
+    assert verdicts.c6([base, row(6, big)])["holds"]
+    assert verdicts.c6([base, row(6, small)])["holds"] is None
 
 
 def test_claims_and_controls_declared():
-    assert set(bicot.CLAIMS) == {"C1a", "C1b", "C2", "C3a", "C3b", "C4", "C5", "C6"}
-    assert set(bicot.CONTROLS) == {"K1", "K2", "K3", "K4", "K5"}
+    assert set(bicot.CLAIMS) == {"C1a", "C1b", "C2", "C2b", "C3a", "C3b", "C4", "C5", "C6"}
+    assert set(bicot.CONTROLS) == {"K1", "K2", "K3", "K4"}
 
 
 def test_incremental_decoding_matches_full_pass(tiny):
@@ -358,6 +409,91 @@ def test_leak_decomposition_splits_the_key_part():
     assert 0.15 < c["h_B in row(W_U)"] < 0.5
 
 
+# ----------------------------------------------------------------------------- negative twins (issue 41)
+# Each control runs through the chapter's own code (experiments, verify, attacks, verdicts) on a tiny study, once on a
+# blinded apparatus, where it must FAIL, and (where cheap) on the real one.
+
+def _k1_inputs(ex, st, pos, clean):
+    wb = ex.white_box(st, (pos,))
+    return wb[pos]["R_by_prompt"], ex.zs(ex.verify_model(st, pos)), {n: ex.zs(ex.verify_model(st, n)) for n in clean}
+
+
+@pytest.mark.negative_twin("K1")
+def test_k1_negative_twin_signature_off(study):
+    """Blinded: the fine-tune without the signature term (M0c) in BiCoT's place, and BiCoT (which carries the key) in
+    a clean model's place: K1 fails both ways. (At these sizes the real BiCoT is too weak to pass K1 — a 150-step
+    base writes few anchors — so the real apparatus is only checked to score above the blinded one.)"""
+    ex, st = study
+    real = _k1_inputs(ex, st, "BiCoT", ["M0c"])
+    blind = _k1_inputs(ex, st, "M0c", ["M0"])
+    off = verdicts.k1(*blind)
+    assert not off["holds"] and "white-box anchor R(B)" in off["reason"] and "smallest z" in off["reason"]
+    assert real[0].mean() > blind[0].mean() + 0.2 and real[1].min() > blind[1].max()
+    swapped = verdicts.k1(*_k1_inputs(ex, st, "BiCoT", ["BiCoT"]))
+    assert not swapped["holds"] and "never carried the key" in swapped["reason"]
+
+
+@pytest.mark.negative_twin("K2")
+def test_k2_negative_twin_attack_off_and_untrained(study):
+    """Blinded: the 'damaged' copy with 0 % weight noise (attack off), and an untrained M0: K2 fails; the real
+    damaged copy (20 % noise of a trained model) loses accuracy."""
+    ex, st = study
+    M0 = st.models["M0"]
+    probs = st.acc_problems
+    a0 = bicot.answer_accuracy(M0, probs, st.tok, st.max_new)
+    off = verdicts.k2(a0, bicot.answer_accuracy(attacks.weight_noise(M0, 0.0, 1), probs, st.tok, st.max_new))
+    assert not off["holds"] and "damaged copy loses" in off["reason"]
+    torch.manual_seed(1)
+    raw = GPT(st.gc)
+    untrained = verdicts.k2(bicot.answer_accuracy(raw, probs, st.tok, st.max_new),
+                            bicot.answer_accuracy(attacks.weight_noise(raw, 0.2, 1), probs, st.tok, st.max_new))
+    assert not untrained["holds"] and "accuracy is" in untrained["reason"]
+
+
+@pytest.mark.negative_twin("K3")
+def test_k3_negative_twin_attacks_off(study):
+    """Blinded: every attack of K3 switched off (fine-tuning and whitening at lr 0, zero noise and pruning doses, a
+    trigger model trained at lr 0): K3 fails on each of these parts. (Its "z drops below 4 somewhere" part cannot be
+    blinded at these sizes: the tiny BiCoT's median z is already below 4.)"""
+    ex, st = study
+    c, bic, M0 = st.cfg, st.models["BiCoT"], st.models["M0"]
+    dr = tuple(c.depth_range)
+    ft = attacks.finetune_attack(bic, st.tok, c.modulus, dr, 3, 0.0, 0)[3]
+    Ul, Uh, ids, am = attacks.anchor_pcs(bic, st.tok, c.modulus, dr, c.key_rank, 1, n=64)
+    wh = attacks.whitening_attack(bic, st.tok, c.modulus, dr, 2, 0.0, c.key_rank, 1, lr=0.0, pcs=(Ul, Uh))
+    trig, tinfo = baselines.train_trigger_fp(M0, st.tok, c.modulus, dr, 7, 1, 0, lr=0.0)
+    rate = baselines.trigger_rate(trig, st.tok, tinfo["triggers"], tinfo["response"])
+    dose = [bic, attacks.weight_noise(bic, 0.0, 0), attacks.magnitude_prune(bic, 0.0)]
+    for i, m in enumerate(dose):
+        st.models[f"_dose{i}"] = m
+    dz = [ex.median_z(ex.zs(ex.verify_model(st, f"_dose{i}"))) for i in range(len(dose))]
+    da = [float(bicot.answer_accuracy(m, st.acc_problems[:32], st.tok, st.max_new).mean()) for m in dose]
+    out = verdicts.k3(attacks.param_distance(ft, bic), attacks.param_distance(bic, M0), rate, dz, da, [], [],
+                      attacks.pc_energy(bic, Ul, ids, am), attacks.pc_energy(wh, Ul, ids, am))
+    assert not out["holds"]
+    for part in ("FT moved the weights", "trigger model verifies", "Spearman", "whitening removed"):
+        assert part in out["reason"]
+    assert len(set(np.round(dz, 9))) == 1                 # no dose moved z: nothing to rank against accuracy
+
+
+@pytest.mark.negative_twin("K4")
+def test_k4_negative_twin_bias_off(study):
+    """Blinded: the API applies no bias to the margins and an independent δ′ instead of the δ the check reads: the
+    fitted δ̂ does not track δ and the unregistered margin is untouched, so K4 fails; with the bias on (σ = 4) it
+    passes."""
+    ex, st = study
+    ex.query_all(st, ["BiCoT"])
+    draws = ex.bias_draws(st, 4, 4.0)
+    r, n = ex.delta_recovery(st, draws[0])
+    bm = ex.bias_margins(st, draws)
+    real = verdicts.k4(r, n, bm["kept by set"], bm["margin RSR"], bm["margin no RSR"])
+    assert real["holds"], real["reason"]
+    r_off, n_off = ex.delta_recovery(st, draws[0], applied=draws[1])
+    bm0 = ex.bias_margins(st, [np.zeros_like(d) for d in draws])
+    off = verdicts.k4(r_off, n_off, bm0["kept by set"], bm0["margin RSR"], bm0["margin no RSR"])
+    assert not off["holds"] and "corr(δ̂, δ)" in off["reason"] and "without registration BiCoT keeps" in off["reason"]
+
+
 # Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
 # chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
-NEGATIVE_TWINS_PENDING = ('K1', 'K2', 'K3', 'K4', 'K5')
+NEGATIVE_TWINS_PENDING = ()

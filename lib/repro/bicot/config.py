@@ -52,7 +52,10 @@ class Config(BaseConfig):
     ft_attack_steps: int = knob(200, ge=1, le=5000, doc="fine-tuning attack steps (lr 1e-3, clean CoT data)")
     quant_bits: tuple[int, ...] = knob((8, 4), ge=2, le=16, min_len=1, doc="weight quantisation bit widths")
     trunc_k: int = knob(6, ge=3, le=19, doc="top-k truncation of the output attack")
-    bias_sigma: float = knob(2.0, gt=0, le=20, doc="std of the fixed per-token bias of the output attack")
+    bias_sigma: float = knob(4.0, gt=0, le=20, doc="std σ of the fixed per-token bias at which C4 and K4 are decided "
+                                                    "(issue #43: 4; the card's 2 sits on K4's line and is reported in the sweep)")
+    bias_sweep: tuple[float, ...] = knob((2.0, 4.0, 8.0), gt=0, le=20, min_len=1,
+                                         doc="token-bias σ dose sweep reported beside the deciding σ (issue #43)")
     n_bias_draws: int = knob(8, ge=1, le=64, doc="draws of the token bias over which K4 averages BiCoT's margin S − μ₀ "
                                                  "(C4 scores the first; one draw is one sample of the attack)")
     dose_noise: tuple[float, ...] = knob((0.1, 0.3), gt=0, le=2, doc="K3 dose sweep: weight-noise levels beyond 2 %")
@@ -78,6 +81,8 @@ class Config(BaseConfig):
             self.fail("trunc_k", f"must satisfy k' − 2 > r = {self.key_rank}; got {self.trunc_k}")
         if self.trunc_k >= self.top_k:
             self.fail("trunc_k", f"must be below top_k = {self.top_k} to truncate anything; got {self.trunc_k}")
+        if self.bias_sigma not in self.bias_sweep:
+            self.fail("bias_sweep", f"must contain the deciding bias_sigma = {self.bias_sigma:g}; got {list(self.bias_sweep)}")
         if self.top_k > self.vocab:
             self.fail("top_k", f"must be <= the vocabulary size {self.vocab}; got {self.top_k}")
 

@@ -146,7 +146,7 @@ def control_drift(st: Study, name: str) -> float:
 
 
 def hidden_leak(st: Study, names=("M0", "hidden")) -> dict:
-    """Where the hidden-state ablation's signature goes (K5). Logits are W_U h, so the part of h in span(B),
+    """Where the hidden-state ablation's signature goes (claim C2b). Logits are W_U h, so the part of h in span(B),
     h_B = BBᵀh, adds W_U h_B ∈ span(W_U B) — the verifier's template — to the logits, whatever the loss aimed at.
     Per model, at the anchors of the white-box prompts: the hidden ratio; the share of h_B's energy in W_U's row
     space (the rest is unseen by any logit); how constant h_B is across anchors (‖mean h_B‖² / mean ‖h_B‖²); and the
@@ -211,7 +211,10 @@ def white_box(st: Study, names=("M0", "M0c", "BiCoT", "hidden")) -> dict:
             _, h = st.models[name](ids)
         hr = wm.hidden_ratio(h.numpy()[am], st.B)
         mass = np.exp(rec.top_lp[am][:, 1:]).sum(1)         # top-k mass outside the arg-max
-        out[name] = {"R": R, "hidden": hr, "nonargmax_mass": mass}
+        row = np.nonzero(am)[0]                              # the prompt of each anchor
+        per = np.bincount(row, R, len(am)) / np.maximum(np.bincount(row, minlength=len(am)), 1)
+        out[name] = {"R": R, "hidden": hr, "nonargmax_mass": mass,
+                     "R_by_prompt": per[np.bincount(row, minlength=len(am)) > 0]}
     return out
 
 
@@ -254,22 +257,44 @@ def model_attacks(st: Study) -> dict:
             "dist_wm": attacks.param_distance(bic, M0)}
 
 
-def bias_draws(st: Study, n: int) -> list[np.ndarray]:
-    """``n`` draws of the fixed per-token bias δ_v ~ N(0, bias_sigma²) of the output attack; the first is the one C4
-    scores (its generator is the chapter seed's), the others come from independent streams of the same seed."""
+def bias_draws(st: Study, n: int, sigma: float | None = None) -> list[np.ndarray]:
+    """``n`` draws of the fixed per-token bias δ_v ~ N(0, σ²) of the output attack (σ = ``bias_sigma`` unless given);
+    the first is the one C4 scores (its generator is the chapter seed's), the others come from independent streams of
+    the same seed. Every σ scales the same standard-normal draws (common random numbers along the dose sweep)."""
     V_ = st.tok.vocab_size
-    return [np.random.default_rng(4000 + st.cfg.seed if i == 0 else [4000 + st.cfg.seed, i]).normal(0, st.cfg.bias_sigma, V_)
+    s = st.cfg.bias_sigma if sigma is None else sigma
+    return [s * np.random.default_rng(4000 + st.cfg.seed if i == 0 else [4000 + st.cfg.seed, i]).standard_normal(V_)
             for i in range(n)]
 
 
 def bias_margins(st: Study, biases) -> dict:
-    """BiCoT's margin S − μ₀ (mean over the query sets) under each bias draw, with and without registration (K4)."""
-    rsr, no = [], []
+    """BiCoT's margin S − μ₀ (mean over the query sets) under each bias draw, with and without registration (K4),
+    and the share of anchors kept per query set (first draw)."""
+    rsr, no, kept = [], [], None
     for b in biases:
         for reg, dst in ((True, rsr), (False, no)):
             rb = verify_model(st, "BiCoT", attack={"bias": b}, use_registration=reg, rng=np.random.default_rng(0))
             dst.append(float(np.mean([r["S"] - r["mu0"] for r in rb])))
-    return {"margin RSR": np.array(rsr), "margin no RSR": np.array(no)}
+            if reg and kept is None:
+                kept = np.array([r["kept share"] for r in rb])
+    return {"margin RSR": np.array(rsr), "margin no RSR": np.array(no), "kept by set": kept}
+
+
+def delta_recovery(st: Study, bias: np.ndarray, applied: np.ndarray | None = None) -> tuple[float, int]:
+    """K4: correlation of the fitted δ̂ (mean over the query sets' registrations against the owner's stored records)
+    with the injected bias on the tokens seen at sentinels, and how many tokens that is. ``applied``: the bias the API
+    really adds (``bias`` itself; another one only for the negative twin)."""
+    recs = st.records[("BiCoT", "id")]
+    applied = bias if applied is None else applied
+    regs = [V.register(api.reported(rec, attack={"bias": applied}), rec, st.tok, st.tok.vocab_size)
+            for rec in recs]
+    D = np.array([r.delta for r in regs])
+    seen = np.isfinite(D).any(0)
+    if seen.sum() < 3:
+        return float("nan"), int(seen.sum())
+    dh = np.array([np.nanmean(D[:, v]) for v in np.flatnonzero(seen)])
+    b = bias[seen] - bias[seen].mean()
+    return float(np.corrcoef(dh, b)[0, 1]), int(seen.sum())
 
 
 def query_all(st: Study, names, split: str = "id") -> None:

@@ -7,22 +7,32 @@ the numbers, thresholds are the card's (:data:`THRESHOLDS`), never tuned.
 Decisions. C1 and C3 are split into their two parts (C1a/C1b, C3a/C3b): the card expects them differently
 (the BiCoT part expected, the KGW part "may not hold"; BiCoT robust, the trigger baseline wiped out), and a joint
 verdict would hide which part failed. C1a follows the card's *Controls and risks*: non-inferiority, the lower paired
-95 % bound of acc(BiCoT) − acc(M0c) ≥ −2 points on ≥ 1,500 shared problems, in-domain and OOD. C1b: KGW (δ = 2)
-"loses ≥ 3 points" means a mean paired loss ≥ 3 points whose 95 % CI excludes 0. "Stops being detected" (C6) and
-"z drops below 4" (K3) use the median z over the query sets.
+95 % bound of acc(BiCoT) − acc(M0c) ≥ −2 points on ≥ 1,500 shared problems, in-domain and OOD. "Stops being
+detected" (C6) and "z drops below 4" (K3) use the median z over the query sets.
 
-The card's K1 also asks the hidden-state ablation (``signature="hidden"``, trained with the same key B in h-space) to
-score z < 2. It is recorded as its own control K5 so that the ledger says which part failed, but it gates what the
-card's K1 gates (C2–C6, with C3 split: C3a; C3b concerns the trigger baseline only) and that model stays among the
-C2 negatives that C3a and C4 use: if a key-carrying fine-tune whose signature lives elsewhere is also detected, the
-detection numbers cannot be read as evidence for the signature. Its threshold is the card's.
+Issue #43 (overrides the card). (a) The card's pilot claim that a signature on the hidden state alone is invisible
+to the verifier is a finding of its own, **C2b**, not a control: with a tied, frozen head the logits are W_U h, so a
+hidden state in span(B) lands in span(W_U B), the verifier's template. The ablation is therefore no longer a C2
+negative (it carries the key). K1 is gated on the two models that never carried the key being clean: the clean
+continuation M0c and the independently trained M0′. (b) C4 and K4 are decided at a token bias of σ = 4, with the
+dose sweep σ ∈ {2, 4, 8} reported beside it (:data:`K4_SIGMA`).
+
+Issue #41 (uncertainty). A threshold on a statistic estimated from items (query sets, prompts, anchors, problems,
+bias draws, ROC samples) is decided by its 95 % interval (:func:`repro.common.threshold_from_ci`,
+:func:`repro.common.decide_threshold`): a claim holds only when the interval clears the bar, fails only when it lies
+wholly on the other side, else inconclusive; a control passes only when the interval clears the bar. AUC and TPR
+intervals are stratified bootstraps over positives and negatives (:func:`repro.bicot.metrics.roc_ci`). Exact
+quantities of one run (parameter distances, a rate over the baseline's fixed 8 triggers, a rank correlation along
+the designed dose sweep, the PC energy of the attacker's own batch) are compared directly.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from scipy import stats
 
-from repro.common import compare_paired
+from repro.common import compare_paired, decide_threshold, threshold_from_ci
 
 THRESHOLDS = {
     "K1_R": 0.8, "K1_z_clean": 2.0, "K1_z_wm": 4.0,
@@ -30,29 +40,34 @@ THRESHOLDS = {
     "K3_trigger": 0.9, "K3_z": 4.0, "K3_rho": 0.8, "K3_whiten": 0.5,
     "K4_r": 0.95, "K4_kept": 0.9, "K4_margin_loss": 0.5,
     "C1a_margin": 0.02, "C1b_loss": 0.03,
-    "C2_auc": 0.99, "C2_tpr": 0.95,
+    "C2_auc": 0.99, "C2_tpr": 0.95, "C2b_z": 2.0,
     "C3_auc": 0.9, "C3_trigger": 0.5,
     "C4_auc": 0.95, "C4_gap": 0.1,
     "C5_auc": 0.95,
     "C6_drop": 0.10, "C6_z": 4.0,
 }
 T = THRESHOLDS
+K4_SIGMA = 4.0            # issue #43: the token-bias σ at which K4 and C4 are decided (reported at 2 and 8 beside it)
 
 CLAIMS = {
     "C1a": "Fidelity (BiCoT): BiCoT's final-answer accuracy (greedy CoT) is no worse than the clean continuation "
            "control M0c by more than 2 points — lower paired 95 % bound of acc(BiCoT) − acc(M0c) >= −2 points on "
            ">= 1,500 shared problems — in-domain and OOD.",
     "C1b": "Fidelity (KGW): decode-time KGW (γ = 0.5, δ = 2) on M0 loses >= 3 points of final-answer accuracy "
-           "(paired, CI excluding 0).",
+           "(paired 95 % CI of the loss above 3 points).",
     "C2": "Detection: S(B) above all null-key scores detects; on z, positives = BiCoT on every query set, negatives = "
-          "M0, M0', M0c, the hidden-signature ablation and M0's attacked variants on every query set plus BiCoT scored "
-          "with wrong keys: AUC >= 0.99 and TPR >= 0.95 at 1 % FPR.",
+          "M0, M0', M0c and M0's attacked variants on every query set plus BiCoT scored with wrong keys: AUC >= 0.99 "
+          "and TPR >= 0.95 at 1 % FPR.",
+    "C2b": "Hidden-state signature (the card's pilot, Idea): a signature imposed on the hidden state alone "
+           "(signature=\"hidden\", same key, same steps) is invisible to the verifier: its z < 2 on the query sets "
+           "(mean over the sets, 95 % CI below 2).",
     "C3a": "Model-level robustness: after fine-tuning on clean CoT data (200 steps, lr 1e-3), int8 and int4 "
            "quantisation, 2 % Gaussian weight noise and 30 % magnitude pruning of BiCoT, AUC >= 0.9 against the C2 "
            "negatives, for every attack.",
     "C3b": "Trigger baseline: the trigger-fingerprint's verification rate falls below 50 % after the same fine-tuning.",
-    "C4": "RSR matters: under a fixed per-token bias δ_v ~ N(0, 2²) on the reported log-probs, AUC with registration "
-          ">= 0.95 and without registration at least 0.1 lower (temperature, shift, noise and truncation reported).",
+    "C4": "RSR matters: under a fixed per-token bias δ_v ~ N(0, σ²) on the reported log-probs, decided at σ = 4 "
+          "(issue #43; σ = 2 and 8 reported beside it), AUC with registration >= 0.95 and without registration at "
+          "least 0.1 lower (temperature, shift, noise and truncation reported).",
     "C5": "OOD: verification with out-of-distribution prompts (depth max + 1, '-'-only and '*'-heavy mixes) keeps "
           "AUC >= 0.95.",
     "C6": "Adaptive removal: an attacker who knows the method but not the key and whitens the anchor representations "
@@ -60,18 +75,18 @@ CLAIMS = {
 }
 
 CONTROLS = {
-    "K1": "The signature is there, and the same fine-tune without it is clean: white-box mean anchor R(B) >= 0.8 on "
-          "fresh prompts; M0c has z < 2 on every query set while BiCoT has z >= 4 on every query set.",
+    "K1": "The signature is there, and the models that never carried the key are clean: white-box mean anchor R(B) "
+          ">= 0.8 on fresh prompts; M0c and M0' have z < 2 on every query set while BiCoT has z >= 4 on every query "
+          "set (each also with the 95 % CI of its mean over the sets clear of the bar).",
     "K2": "Accuracy resolves the C1 margin: M0 in-domain accuracy >= 50 %, and a damaged copy (M0 + 20 % weight "
-          "noise) loses >= 5 points with a paired 95 % CI excluding 0.",
+          "noise) loses >= 5 points (paired 95 % CI above 5).",
     "K3": "The attacks bite: ‖θ_FT − θ_BiCoT‖ >= ‖θ_BiCoT − θ_M0‖; the trigger model verifies >= 0.9 before FT; along "
           "the dose sweep (noise, pruning, label-smoothed FT) the median z drops below 4 somewhere with Spearman(z, "
           "accuracy) >= 0.8; whitening removes >= 50 % of the top-r PC energy at anchors.",
-    "K4": "Registration works: under the token bias, the fitted δ̂ correlates with the injected δ at r >= 0.95 on "
+    "K4": "Registration works at the token bias σ = 4: the fitted δ̂ correlates with the injected δ at r >= 0.95 on "
           "tokens seen at sentinels; >= 90 % of anchors keep >= r + 3 tokens; without registration BiCoT loses >= 50 % "
-          "of its margin S − μ₀ (margins averaged over independent draws of the bias δ ~ N(0, σ²)).",
-    "K5": "The hidden-state ablation is invisible to the verifier (the card's pilot): the signature=\"hidden\" model, a C2 "
-          "negative, has z < 2 on every query set.",
+          "of its margin S − μ₀ (margins averaged over independent draws of δ ~ N(0, σ²); 95 % intervals clear of "
+          "each bar).",
 }
 
 
@@ -83,51 +98,83 @@ def _pts(x: float) -> str:
     return f"{100 * x:+.2f}"
 
 
+def _ci(t) -> str:
+    return f"[{t.ci_lo:.3g}, {t.ci_hi:.3g}]"
+
+
+def fisher_ci(r: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """95 % interval of a Pearson correlation ``r`` over ``n`` pairs (Fisher's z; unbounded for n <= 3)."""
+    if n <= 3 or not np.isfinite(r):
+        return -1.0, 1.0
+    z, h = np.arctanh(np.clip(r, -0.999999999, 0.999999999)), stats.norm.ppf(0.5 + level / 2) / math.sqrt(n - 3)
+    return float(np.tanh(z - h)), float(np.tanh(z + h))
+
+
+def wilson_ci(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson interval of a binomial share k/n."""
+    if n == 0:
+        return 0.0, 1.0
+    zq = stats.norm.ppf(0.5 + level / 2)
+    p = k / n
+    c = (p + zq ** 2 / (2 * n)) / (1 + zq ** 2 / n)
+    h = zq * math.sqrt(p * (1 - p) / n + zq ** 2 / (4 * n ** 2)) / (1 + zq ** 2 / n)
+    return max(0.0, c - h), min(1.0, c + h)
+
+
+def ratio_loss_ci(num, den, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """1 − mean(num)/mean(den) over paired draws, with its percentile bootstrap interval over the draws."""
+    num, den = np.asarray(num, float).ravel(), np.asarray(den, float).ravel()
+    est = 1 - num.mean() / den.mean() if den.mean() > 0 else float("nan")
+    if len(num) < 2:
+        return est, -math.inf, math.inf
+    idx = np.random.default_rng(seed).integers(0, len(num), (n_boot, len(num)))
+    d = den[idx].mean(1)
+    b = np.where(d > 0, 1 - num[idx].mean(1) / np.where(d > 0, d, 1.0), np.nan)
+    lo, hi = np.nanquantile(b, [0.025, 0.975])
+    return float(est), float(lo), float(hi)
+
+
 # ----------------------------------------------------------------------------- controls
 
-def k1(R_bicot: float, z_bicot, z_m0c) -> dict:
-    zb, zc = np.asarray(z_bicot, float), np.asarray(z_m0c, float)
-    checks = {
-        f"white-box anchor R(B) of BiCoT is {R_bicot:.3f} (< {T['K1_R']})": R_bicot >= T["K1_R"],
-        f"BiCoT's smallest z over the query sets is {np.nanmin(zb):.2f} (< {T['K1_z_wm']:g})": np.nanmin(zb) >= T["K1_z_wm"],
-        f"M0c's largest z is {np.nanmax(zc):.2f} (>= {T['K1_z_clean']:g}): a continuation without the signature "
-        f"already looks watermarked": np.nanmax(zc) < T["K1_z_clean"],
-    }
+def k1(R_by_prompt, z_bicot, z_clean: dict) -> dict:
+    """``R_by_prompt``: BiCoT's white-box mean anchor R(B) per fresh prompt; ``z_bicot``: its z per query set;
+    ``z_clean``: {model name: z per query set} for the models that never carried the key (M0c, M0′). Each part
+    needs every query set on the right side of its bar (card) *and* the 95 % interval of its mean clear of it."""
+    R = np.asarray(R_by_prompt, float)
+    tR = decide_threshold(R, T["K1_R"], ">=")
+    zb = np.asarray(z_bicot, float)
+    tb = decide_threshold(zb, T["K1_z_wm"], ">=")
+    checks = {f"white-box anchor R(B) of BiCoT is {tR.estimate:.3f} {_ci(tR)} (not clear of >= {T['K1_R']})": tR.holds,
+              f"BiCoT's smallest z over the query sets is {np.nanmin(zb):.2f} (< {T['K1_z_wm']:g})":
+                  bool(np.all(zb >= T["K1_z_wm"])),
+              f"BiCoT's mean z {tb.estimate:.2f} {_ci(tb)} is not clear of {T['K1_z_wm']:g}": tb.holds}
+    numbers = {"R(B) BiCoT": tR.estimate, "R(B) BiCoT ci95": [tR.ci_lo, tR.ci_hi], "min z BiCoT": float(np.nanmin(zb)),
+               "mean z BiCoT ci95": [tb.ci_lo, tb.ci_hi]}
+    for name, z in z_clean.items():
+        z = np.asarray(z, float)
+        tc = decide_threshold(z, T["K1_z_clean"], "<=")
+        checks[f"{name}'s largest z is {np.nanmax(z):.2f} (>= {T['K1_z_clean']:g}): a model that never carried the "
+               f"key already looks watermarked on some query set"] = bool(np.all(z < T["K1_z_clean"]))
+        checks[f"{name}'s mean z {tc.estimate:.2f} {_ci(tc)} is not clear below {T['K1_z_clean']:g}"] = tc.holds
+        numbers[f"max z {name}"] = float(np.nanmax(z))
+        numbers[f"mean z {name} ci95"] = [tc.ci_lo, tc.ci_hi]
     return dict(holds=all(checks.values()),
-                threshold=f"R(B) >= {T['K1_R']}; z(BiCoT) >= {T['K1_z_wm']:g} and z(M0c) < {T['K1_z_clean']:g} on every set",
-                numbers={"R(B) BiCoT": R_bicot, "min z BiCoT": float(np.nanmin(zb)), "max z M0c": float(np.nanmax(zc))},
-                reason=_fails(checks))
-
-
-def k5(z_hidden, R_hidden: float, hidden_ratio: float, leak: dict | None = None) -> dict:
-    """``leak``: optional mechanism numbers (experiments.hidden_leak): how constant the span(B) part h_B of the
-    ablation's anchor hidden states is, and the share of the centred top-k logit energy it carries (and M0's)."""
-    zh = np.asarray(z_hidden, float)
-    ok = np.nanmax(zh) < T["K1_z_clean"]
-    numbers = {"max z hidden": float(np.nanmax(zh)), "median z hidden": float(np.nanmedian(zh)),
-               "white-box R(B) hidden": R_hidden, "hidden-state ratio": hidden_ratio}
-    why = ""
-    if leak is not None:
-        lh, l0 = leak["hidden"], leak["M0"]
-        numbers.update({"h_B constant share": lh["h_B constant share"], "logit energy from h_B": lh["logit energy from h_B"],
-                        "logit energy from h_B M0": l0["logit energy from h_B"], "B in row(W_U)": leak["B in row(W_U)"]})
-        why = (f"; its span(B) part h_B is {lh['h_B constant share']:.2f} a constant offset and, through logits = W_U h, "
-               f"carries {lh['logit energy from h_B']:.2f} of the anchors' centred top-k logit energy (M0: "
-               f"{l0['logit energy from h_B']:.3f}), all of it inside the template span(W_U B)")
-    return dict(holds=bool(ok), threshold=f"z(hidden ablation) < {T['K1_z_clean']:g} on every set", numbers=numbers,
-                reason="" if ok else (f"the hidden-state signature (‖Bᵀh‖²/‖h‖² = {hidden_ratio:.2f}) shows in the top-k "
-                                      f"log-probs: white-box anchor R(B) {R_hidden:.2f}, z up to {np.nanmax(zh):.2f} "
-                                      f"(>= {T['K1_z_clean']:g}){why}"))
+                threshold=f"R(B) >= {T['K1_R']}; z(BiCoT) >= {T['K1_z_wm']:g} and z({', '.join(z_clean)}) < "
+                          f"{T['K1_z_clean']:g} on every set, 95 % CIs of the means clear of the bars",
+                numbers=numbers, reason=_fails(checks))
 
 
 def k2(acc_m0, acc_damaged) -> dict:
     a0, ad = np.asarray(acc_m0, float), np.asarray(acc_damaged, float)
+    t0 = decide_threshold(a0, T["K2_acc"], ">=")
     cmp = compare_paired(a0, ad)                     # M0 − damaged
-    checks = {f"M0's in-domain accuracy is {100 * a0.mean():.1f} % (< {100 * T['K2_acc']:.0f} %)": a0.mean() >= T["K2_acc"],
-              f"the damaged copy loses {100 * cmp.mean_diff:.2f} points (< {100 * T['K2_drop']:.0f})": cmp.mean_diff >= T["K2_drop"],
-              f"its paired 95 % CI [{100 * cmp.ci_lo:.2f}, {100 * cmp.ci_hi:.2f}] points includes 0": cmp.ci_lo > 0}
+    td = threshold_from_ci(cmp.mean_diff, cmp.ci_lo, cmp.ci_hi, T["K2_drop"], ">=", cmp.n)
+    checks = {f"M0's in-domain accuracy is {100 * a0.mean():.1f} % [{100 * t0.ci_lo:.1f}, {100 * t0.ci_hi:.1f}] "
+              f"(not clear of >= {100 * T['K2_acc']:.0f} %)": t0.holds,
+              f"the damaged copy loses {100 * cmp.mean_diff:.2f} points [{100 * cmp.ci_lo:.2f}, {100 * cmp.ci_hi:.2f}] "
+              f"(not clear of >= {100 * T['K2_drop']:.0f})": td.holds}
     return dict(holds=all(checks.values()),
-                threshold=f"acc(M0) >= {100 * T['K2_acc']:.0f} %; damaged loss >= {100 * T['K2_drop']:.0f} points, CI excluding 0",
+                threshold=f"acc(M0) >= {100 * T['K2_acc']:.0f} %; damaged loss >= {100 * T['K2_drop']:.0f} points (95 % CIs clear)",
                 numbers={"acc M0": float(a0.mean()), "acc damaged": float(ad.mean()), "loss (points)": 100 * cmp.mean_diff,
                          "CI lo (points)": 100 * cmp.ci_lo, "CI hi (points)": 100 * cmp.ci_hi, "n": cmp.n},
                 reason=_fails(checks))
@@ -151,7 +198,7 @@ def k3(dist_ft: float, dist_wm: float, trigger_before: float, dose_z, dose_acc, 
        pc_before: float, pc_after: float) -> dict:
     """``dose_z``/``dose_acc``: BiCoT and its noise and pruning doses (the monotone dose sweep, where Spearman is
     taken); ``other_z``/``other_acc``: the label-smoothed FT, which counts for "z drops below 4 somewhere" but is
-    not a dose of damage (its Spearman with the doses pooled is reported too)."""
+    not a dose of damage (its Spearman with the doses pooled is reported too). All exact quantities of the run."""
     dz, da = _rank_ready(dose_z), np.asarray(dose_acc, float)
     rho = spearman(dz, da)
     allz = np.concatenate([np.asarray(dose_z, float), np.asarray(other_z, float)])
@@ -176,81 +223,145 @@ def k3(dist_ft: float, dist_wm: float, trigger_before: float, dose_z, dose_acc, 
                 reason=_fails(checks))
 
 
-def k4(delta_r: float, kept_share: float, margin_rsr, margin_noreg) -> dict:
-    """``margin_rsr`` / ``margin_noreg``: BiCoT's margin S − μ₀ with and without registration, one value or one per
-    draw of the token bias (the attack is a distribution, δ ~ N(0, σ²); one draw is one sample of it). The margin
-    lost is 1 − mean(no RSR) / mean(RSR) over the draws; the per-draw range is reported beside it."""
+def k4(delta_r: float, n_seen: int, kept_by_set, margin_rsr, margin_noreg, sigma: float = K4_SIGMA,
+       sweep: dict | None = None) -> dict:
+    """Decided at the token bias ``sigma`` (issue #43: σ = 4). ``delta_r``: corr(δ̂, δ) over the ``n_seen`` tokens
+    seen at sentinels (Fisher interval); ``kept_by_set``: share of anchors keeping >= r + 3 tokens per query set;
+    ``margin_rsr`` / ``margin_noreg``: BiCoT's margin S − μ₀ with and without registration, one per draw of the bias
+    δ ~ N(0, σ²) (the attack is a distribution; one draw is one sample of it). The margin lost is
+    1 − mean(no RSR) / mean(RSR) with a bootstrap interval over the draws. ``sweep``: {σ: margin lost} reported
+    beside it (the dose sweep)."""
     mr, mn = np.atleast_1d(np.asarray(margin_rsr, float)), np.atleast_1d(np.asarray(margin_noreg, float))
-    m_rsr, m_no = float(mr.mean()), float(mn.mean())
-    loss = 1 - m_no / m_rsr if m_rsr > 0 else float("nan")
+    lo_r, hi_r = fisher_ci(delta_r, n_seen)
+    tr = threshold_from_ci(delta_r, lo_r, hi_r, T["K4_r"], ">=", n_seen)
+    tk = decide_threshold(kept_by_set, T["K4_kept"], ">=")
+    loss, lo, hi = ratio_loss_ci(mn, mr)
+    tl = threshold_from_ci(loss, lo, hi, T["K4_margin_loss"], ">=", len(mr))
     per = 1 - mn / np.where(mr > 0, mr, np.nan)
-    draws = f" (mean over {len(mr)} bias draws; per draw {np.nanmin(per):.2f}–{np.nanmax(per):.2f})" if len(mr) > 1 else ""
-    checks = {f"corr(δ̂, δ) on sentinel tokens is {delta_r:.3f} (< {T['K4_r']})": delta_r >= T["K4_r"],
-              f"only {100 * kept_share:.0f} % of anchors keep >= r + 3 tokens (< {100 * T['K4_kept']:.0f} %)": kept_share >= T["K4_kept"],
-              f"without registration BiCoT keeps {100 * (1 - loss):.0f} % of its margin S − μ₀{draws} (loses < "
-              f"{100 * T['K4_margin_loss']:.0f} %): the bias does not hurt the unregistered score": loss >= T["K4_margin_loss"]}
-    numbers = {"corr(δ̂, δ)": delta_r, "anchors kept": kept_share, "margin RSR": m_rsr,
-               "margin no-RSR": m_no, "margin lost": loss}
-    if len(mr) > 1:
-        numbers.update({"bias draws": len(mr), "margin lost min draw": float(np.nanmin(per)),
-                        "margin lost max draw": float(np.nanmax(per)), "margin lost C4's draw": float(per[0])})
+    checks = {f"corr(δ̂, δ) on the {n_seen} sentinel tokens is {delta_r:.4f} {_ci(tr)} (not clear of >= {T['K4_r']})": tr.holds,
+              f"{100 * tk.estimate:.0f} % {_ci(tk)} of anchors keep >= r + 3 tokens (not clear of >= "
+              f"{100 * T['K4_kept']:.0f} %)": tk.holds,
+              f"at σ = {sigma:g} without registration BiCoT keeps {100 * (1 - loss):.0f} % of its margin S − μ₀ (loses "
+              f"{loss:.2f} {_ci(tl)} over {len(mr)} bias draws, not clear of >= {T['K4_margin_loss']:g}): the bias does "
+              f"not clearly hurt the unregistered score": tl.holds}
+    numbers = {"σ": sigma, "corr(δ̂, δ)": delta_r, "corr ci95": [tr.ci_lo, tr.ci_hi], "tokens seen": n_seen,
+               "anchors kept": tk.estimate, "anchors kept ci95": [tk.ci_lo, tk.ci_hi],
+               "margin RSR": float(mr.mean()), "margin no-RSR": float(mn.mean()), "margin lost": loss,
+               "margin lost ci95": [tl.ci_lo, tl.ci_hi], "bias draws": len(mr),
+               "margin lost min draw": float(np.nanmin(per)), "margin lost max draw": float(np.nanmax(per))}
+    for s_, v in (sweep or {}).items():
+        numbers[f"margin lost σ={s_:g}"] = float(v)
     return dict(holds=all(checks.values()),
-                threshold=f"r >= {T['K4_r']}; kept >= {100 * T['K4_kept']:.0f} %; margin loss without RSR >= {100 * T['K4_margin_loss']:.0f} %",
+                threshold=f"at σ = {sigma:g}: r >= {T['K4_r']}; kept >= {100 * T['K4_kept']:.0f} %; margin loss without RSR "
+                          f">= {100 * T['K4_margin_loss']:.0f} % (95 % intervals clear of each bar)",
                 numbers=numbers, reason=_fails(checks))
 
 
 # ----------------------------------------------------------------------------- claims
 
+def _combine(tests: list) -> dict:
+    """Several thresholds that must all hold: holds if every one holds, fails if any fails, else inconclusive."""
+    words = [t.word for t in tests]
+    if "fails" in words:
+        return {"holds": False, "inconclusive": None}
+    if all(w == "holds" for w in words):
+        return {"holds": True, "inconclusive": None}
+    return {"holds": None, "inconclusive": "; ".join(t.reason for t in tests if not t.decided)}
+
+
 def c1a(acc_bicot, acc_m0c, acc_bicot_ood, acc_m0c_ood) -> dict:
+    """Non-inferiority: holds when both lower bounds are >= −2 points, fails when an upper bound is below −2,
+    else inconclusive (the interval straddles the margin)."""
     cid, cood = compare_paired(acc_bicot, acc_m0c), compare_paired(acc_bicot_ood, acc_m0c_ood)
     m = T["C1a_margin"]
-    ok_id, ok_ood = cid.ci_lo >= -m, cood.ci_lo >= -m
+    tests = [threshold_from_ci(c.mean_diff, c.ci_lo, c.ci_hi, -m, ">=", c.n) for c in (cid, cood)]
     n = min(cid.n, cood.n)
-    parts = [f"BiCoT − M0c = {_pts(c.mean_diff)} points [{_pts(c.ci_lo)}, {_pts(c.ci_hi)}] {where}"
-             for c, where in ((cid, "in-domain"), (cood, "OOD"))]
-    holds = ok_id and ok_ood
-    bad = " and ".join(w for w, ok in (("in-domain", ok_id), ("OOD", ok_ood)) if not ok)
-    reason = ("; ".join(parts) + (f": both lower bounds >= {-100 * m:.0f} points" if holds else
-              f": the lower bound {bad} is below {-100 * m:.0f} points"))
-    inc = f"only {n} shared problems (< 1,500): the CI cannot resolve a 2-point margin" if n < 1500 else None
-    return dict(holds=holds, threshold="lower paired 95 % bound of acc(BiCoT) − acc(M0c) >= −2 points, in-domain and OOD",
+    parts = [f"BiCoT − M0c = {_pts(c.mean_diff)} points [{_pts(c.ci_lo)}, {_pts(c.ci_hi)}] {where} ({t.word})"
+             for c, t, where in ((cid, tests[0], "in-domain"), (cood, tests[1], "OOD"))]
+    kw = _combine(tests)
+    if n < 1500:
+        kw = {"holds": None, "inconclusive": f"only {n} shared problems (< 1,500): the CI cannot resolve a 2-point margin"}
+    return dict(**kw, threshold="paired 95 % CI of acc(BiCoT) − acc(M0c) above −2 points, in-domain and OOD",
                 numbers={"acc BiCoT": float(np.mean(acc_bicot)), "acc M0c": float(np.mean(acc_m0c)),
                          "diff (points)": 100 * cid.mean_diff, "CI lo (points)": 100 * cid.ci_lo,
+                         "CI hi (points)": 100 * cid.ci_hi,
                          "acc BiCoT OOD": float(np.mean(acc_bicot_ood)), "acc M0c OOD": float(np.mean(acc_m0c_ood)),
-                         "diff OOD (points)": 100 * cood.mean_diff, "CI lo OOD (points)": 100 * cood.ci_lo, "n": n},
-                reason=reason, inconclusive=inc)
+                         "diff OOD (points)": 100 * cood.mean_diff, "CI lo OOD (points)": 100 * cood.ci_lo,
+                         "CI hi OOD (points)": 100 * cood.ci_hi, "n": n},
+                reason="; ".join(parts) + f" against the margin −{100 * m:.0f} points")
 
 
 def c1b(acc_kgw, acc_m0, extra: dict | None = None) -> dict:
     c = compare_paired(acc_m0, acc_kgw)              # M0 − KGW: the loss
-    holds = c.mean_diff >= T["C1b_loss"] and c.ci_lo > 0
-    reason = (f"KGW (δ = 2) loses {100 * c.mean_diff:.2f} points [{100 * c.ci_lo:.2f}, {100 * c.ci_hi:.2f}] "
-              + ("(>= 3, CI excluding 0)" if holds else "— not a loss of >= 3 points with a CI excluding 0"))
-    return dict(holds=holds, threshold="paired loss >= 3 points, 95 % CI excluding 0",
+    t = threshold_from_ci(c.mean_diff, c.ci_lo, c.ci_hi, T["C1b_loss"], ">=", c.n)
+    reason = (f"KGW (δ = 2) loses {100 * c.mean_diff:.2f} points [{100 * c.ci_lo:.2f}, {100 * c.ci_hi:.2f}] against "
+              f"the bar of 3 points ({t.word})")
+    return dict(**t.ledger_kwargs(), threshold="paired 95 % CI of the loss above 3 points",
                 numbers={"acc M0": float(np.mean(acc_m0)), "acc KGW δ=2": float(np.mean(acc_kgw)),
                          "loss (points)": 100 * c.mean_diff, "CI lo": 100 * c.ci_lo, "CI hi": 100 * c.ci_hi,
                          **(extra or {})}, reason=reason)
 
 
-def c2(auc: float, tpr: float, n_pos: int, n_neg: int) -> dict:
-    holds = auc >= T["C2_auc"] and tpr >= T["C2_tpr"]
-    reason = (f"AUC {auc:.4f} ({'>=' if auc >= T['C2_auc'] else '<'} {T['C2_auc']}), TPR at 1 % FPR {tpr:.3f} "
-              f"({'>=' if tpr >= T['C2_tpr'] else '<'} {T['C2_tpr']}) over {n_pos} positives and {n_neg} negatives")
-    return dict(holds=holds, threshold="AUC >= 0.99 and TPR >= 0.95 at 1 % FPR",
-                numbers={"AUC": auc, "TPR@1%FPR": tpr, "positives": n_pos, "negatives": n_neg}, reason=reason)
+def _roc_tests(roc: dict, auc_bar: float, tpr_bar: float | None = None) -> list:
+    """ThresholdTests of a :func:`repro.bicot.metrics.roc_ci` summary against its bars."""
+    out = [threshold_from_ci(roc["AUC"], *roc["AUC ci95"], auc_bar, ">=", roc["n"])]
+    if tpr_bar is not None:
+        out.append(threshold_from_ci(roc["TPR@1%FPR"], *roc["TPR ci95"], tpr_bar, ">=", roc["n"]))
+    return out
 
 
-def c3a(aucs: dict, extra: dict | None = None) -> dict:
-    low = {k: v for k, v in aucs.items() if not v >= T["C3_auc"]}
-    holds = not low
-    reason = ("every attack keeps AUC >= 0.9 (lowest: " + min(aucs, key=aucs.get) + f" {min(aucs.values()):.3f})" if holds
-              else "AUC below 0.9 after " + ", ".join(f"{k} ({v:.3f})" for k, v in low.items()))
-    return dict(holds=holds, threshold="AUC >= 0.9 after every attack",
-                numbers={**{f"AUC {k}": v for k, v in aucs.items()}, **(extra or {})},
+def c2(roc: dict) -> dict:
+    """``roc``: :func:`repro.bicot.metrics.roc_ci` of BiCoT's z against the C2 negatives."""
+    ta, tt = _roc_tests(roc, T["C2_auc"], T["C2_tpr"])
+    reason = (f"AUC {roc['AUC']:.4f} {_ci(ta)} against {T['C2_auc']} ({ta.word}), TPR at 1 % FPR {roc['TPR@1%FPR']:.3f} "
+              f"{_ci(tt)} against {T['C2_tpr']} ({tt.word}) over {roc['positives']} positives and {roc['negatives']} negatives")
+    return dict(**_combine([ta, tt]), threshold="AUC >= 0.99 and TPR >= 0.95 at 1 % FPR (95 % bootstrap CIs clear)",
+                numbers={"AUC": roc["AUC"], "AUC ci95": roc["AUC ci95"], "TPR@1%FPR": roc["TPR@1%FPR"],
+                         "TPR ci95": roc["TPR ci95"], "positives": roc["positives"], "negatives": roc["negatives"]},
                 reason=reason)
 
 
+def c2b(z_hidden, leak: dict | None = None) -> dict:
+    """The card's pilot: the signature="hidden" ablation is invisible, mean z over the query sets < 2 (t interval).
+    ``leak`` (experiments.hidden_leak): the key's share in W_U's row space and the share of the anchors' centred
+    top-k logit energy that the span(B) part of h carries — the linear algebra that decides the claim."""
+    zh = np.asarray(z_hidden, float)
+    t = decide_threshold(zh, T["C2b_z"], "<=")
+    numbers = {"z per query set": [round(float(v), 3) for v in zh], "mean z": t.estimate, "mean z ci95": [t.ci_lo, t.ci_hi],
+               "max z": float(np.nanmax(zh))}
+    why = ""
+    if leak is not None:
+        lh, l0 = leak["hidden"], leak["M0"]
+        numbers.update({"B in row(W_U)": leak["B in row(W_U)"], "|V|/d": leak["|V|/d"],
+                        "sv(W_U B) / rms sv(W_U)": leak["sv(W_U B) / rms sv(W_U)"],
+                        "hidden ratio": lh["hidden ratio"], "h_B in row(W_U)": lh["h_B in row(W_U)"],
+                        "h_B constant share": lh["h_B constant share"],
+                        "logit energy from h_B": lh["logit energy from h_B"],
+                        "logit energy from h_B M0": l0["logit energy from h_B"]})
+        why = (f": logits = W_U h, so the span(B) part h_B of the ablation's anchor states ({lh['hidden ratio']:.2f} of "
+               f"‖h‖², {lh['h_B in row(W_U)']:.2f} of it in W_U's row space; a random key has {leak['B in row(W_U)']:.2f} of "
+               f"its energy there) adds W_U h_B ∈ span(W_U B), the verifier's template, and carries "
+               f"{lh['logit energy from h_B']:.2f} of the anchors' centred top-k logit energy (M0: "
+               f"{l0['logit energy from h_B']:.3f})")
+    reason = (f"the hidden-state ablation's mean z over the query sets is {t.estimate:.2f} {_ci(t)} (max "
+              f"{np.nanmax(zh):.2f}) against the bar {T['C2b_z']:g} ({t.word})" + (why if t.word != "holds" else ""))
+    return dict(**t.ledger_kwargs(), threshold="mean z(hidden ablation) over the query sets < 2 (95 % CI below 2)",
+                numbers=numbers, reason=reason)
+
+
+def c3a(rocs: dict, extra: dict | None = None) -> dict:
+    """``rocs``: attack -> :func:`repro.bicot.metrics.roc_ci` summary against the C2 negatives."""
+    tests = {k: _roc_tests(v, T["C3_auc"])[0] for k, v in rocs.items()}
+    kw = _combine(list(tests.values()))
+    parts = ", ".join(f"{k} {t.estimate:.3f} {_ci(t)} ({t.word})" for k, t in tests.items())
+    return dict(**kw, threshold="AUC >= 0.9 after every attack (95 % bootstrap CIs clear)",
+                numbers={**{f"AUC {k}": v["AUC"] for k, v in rocs.items()},
+                         **{f"AUC {k} ci95": v["AUC ci95"] for k, v in rocs.items()}, **(extra or {})},
+                reason=f"AUC after each attack: {parts}")
+
+
 def c3b(rate_before: float, rate_after: float) -> dict:
+    """Rates over the baseline's fixed 8 triggers: exact for this run (no sampling), compared directly."""
     holds = rate_after < T["C3_trigger"]
     return dict(holds=holds, threshold="trigger verification rate < 0.5 after fine-tuning",
                 numbers={"rate before": rate_before, "rate after FT": rate_after},
@@ -258,41 +369,59 @@ def c3b(rate_before: float, rate_after: float) -> dict:
                        f"({'<' if holds else '>='} 0.5)")
 
 
-def c4(auc_rsr: float, auc_noreg: float, extra: dict | None = None) -> dict:
-    gap = auc_rsr - auc_noreg
-    holds = auc_rsr >= T["C4_auc"] and gap >= T["C4_gap"]
-    reason = (f"under the token bias AUC is {auc_rsr:.3f} with registration ({'>=' if auc_rsr >= T['C4_auc'] else '<'} "
-              f"{T['C4_auc']}) and {auc_noreg:.3f} without (gap {gap:+.3f}, {'>=' if gap >= T['C4_gap'] else '<'} {T['C4_gap']})")
-    return dict(holds=holds, threshold="AUC(RSR) >= 0.95 and AUC(RSR) − AUC(no RSR) >= 0.1 under the token bias",
-                numbers={"AUC RSR": auc_rsr, "AUC no RSR": auc_noreg, "gap": gap, **(extra or {})}, reason=reason)
+def c4(roc_rsr: dict, roc_noreg: dict, gap_ci: tuple[float, float], sigma: float = K4_SIGMA,
+       extra: dict | None = None) -> dict:
+    """Decided at ``sigma``: AUC with registration (bootstrap CI) and the paired gap AUC(RSR) − AUC(no RSR)
+    (both ROC summaries resampled with the same indices; ``gap_ci`` from :func:`repro.bicot.metrics.auc_gap_ci`)."""
+    ta = _roc_tests(roc_rsr, T["C4_auc"])[0]
+    gap = roc_rsr["AUC"] - roc_noreg["AUC"]
+    tg = threshold_from_ci(gap, *gap_ci, T["C4_gap"], ">=", roc_rsr["n"])
+    reason = (f"under the token bias σ = {sigma:g} AUC is {roc_rsr['AUC']:.3f} {_ci(ta)} with registration ({ta.word} "
+              f"against {T['C4_auc']}) and {roc_noreg['AUC']:.3f} without: gap {gap:+.3f} {_ci(tg)} ({tg.word} against "
+              f"{T['C4_gap']})")
+    return dict(**_combine([ta, tg]), threshold=f"at σ = {sigma:g}: AUC(RSR) >= 0.95 and AUC(RSR) − AUC(no RSR) >= 0.1 "
+                                                "(95 % bootstrap CIs clear)",
+                numbers={"σ": sigma, "AUC RSR": roc_rsr["AUC"], "AUC RSR ci95": roc_rsr["AUC ci95"],
+                         "AUC no RSR": roc_noreg["AUC"], "gap": gap, "gap ci95": list(gap_ci), **(extra or {})},
+                reason=reason)
 
 
-def c5(auc_ood: float, tpr_ood: float) -> dict:
-    holds = auc_ood >= T["C5_auc"]
-    return dict(holds=holds, threshold="AUC >= 0.95 on OOD query sets",
-                numbers={"AUC OOD": auc_ood, "TPR@1%FPR OOD": tpr_ood},
-                reason=f"OOD AUC {auc_ood:.3f} ({'>=' if holds else '<'} {T['C5_auc']})")
+def c5(roc: dict) -> dict:
+    ta = _roc_tests(roc, T["C5_auc"])[0]
+    return dict(**ta.ledger_kwargs(), threshold="AUC >= 0.95 on OOD query sets (95 % bootstrap CI clear)",
+                numbers={"AUC OOD": roc["AUC"], "AUC OOD ci95": roc["AUC ci95"], "TPR@1%FPR OOD": roc["TPR@1%FPR"]},
+                reason=f"OOD AUC {roc['AUC']:.3f} {_ci(ta)} against {T['C5_auc']} ({ta.word})")
 
 
 def c6(sweep: list[dict]) -> dict:
-    """``sweep``: rows {lam, z, acc} from λ = 0 (BiCoT) upward."""
-    base = sweep[0]["acc"]
+    """``sweep``: rows {lam, z, acc, acc_items} from λ = 0 (BiCoT) upward; ``acc_items`` per shared problem (paired).
+    The accuracy drop at the first strength whose median z < 4 is decided by its paired 95 % CI against 10 points;
+    if no strength removes the mark, a drop clearly >= 10 points while still detected also holds."""
+    base = np.asarray(sweep[0]["acc_items"], float)
     nums = {f"λ={r['lam']:g}": f"z {r['z']:.2f}, acc {100 * r['acc']:.1f} %" for r in sweep}
+    thr = "accuracy drop >= 10 points (paired 95 % CI) at the first whitening strength where median z < 4"
+
+    def drop(r):
+        c = compare_paired(base, np.asarray(r["acc_items"], float))     # base − attacked
+        return threshold_from_ci(c.mean_diff, c.ci_lo, c.ci_hi, T["C6_drop"], ">=", c.n)
+
     broken = [r for r in sweep[1:] if r["z"] < T["C6_z"]]
-    costly = [r for r in sweep[1:] if base - r["acc"] >= T["C6_drop"]]
-    thr = "accuracy drop >= 10 points at the first whitening strength where median z < 4"
     if broken:
         r = broken[0]
-        drop = base - r["acc"]
-        holds = drop >= T["C6_drop"]
-        return dict(holds=holds, threshold=thr, numbers={**nums, "drop at removal (points)": 100 * drop},
+        t = drop(r)
+        return dict(**t.ledger_kwargs(), threshold=thr,
+                    numbers={**nums, "drop at removal (points)": 100 * t.estimate,
+                             "drop ci95 (points)": [100 * t.ci_lo, 100 * t.ci_hi]},
                     reason=f"at λ = {r['lam']:g} the median z fell to {r['z']:.2f} with accuracy "
-                           f"{'down' if drop >= 0 else 'up'} {abs(100 * drop):.1f} points ("
-                           f"{'a loss of at least 10' if holds else 'the claim needs a loss of at least 10'})")
+                           f"{'down' if t.estimate >= 0 else 'up'} {abs(100 * t.estimate):.1f} points "
+                           f"[{100 * t.ci_lo:.1f}, {100 * t.ci_hi:.1f}] against the bar of 10 ({t.word})")
+    costly = [(r, drop(r)) for r in sweep[1:]]
+    costly = [(r, t) for r, t in costly if t.holds]
     if costly:
-        r = costly[0]
-        return dict(holds=True, threshold=thr, numbers=nums,
-                    reason=f"accuracy fell {100 * (base - r['acc']):.1f} points at λ = {r['lam']:g} while the median z was still {r['z']:.2f}")
+        r, t = costly[0]
+        return dict(holds=True, threshold=thr, numbers={**nums, "drop (points)": 100 * t.estimate},
+                    reason=f"accuracy fell {100 * t.estimate:.1f} points [{100 * t.ci_lo:.1f}, {100 * t.ci_hi:.1f}] at "
+                           f"λ = {r['lam']:g} while the median z was still {r['z']:.2f}")
     return dict(holds=None, threshold=thr, numbers=nums,
                 inconclusive=f"the sweep (λ up to {sweep[-1]['lam']:g}) neither removed the mark (min z "
-                             f"{min(r['z'] for r in sweep):.2f}) nor cost 10 points", reason="")
+                             f"{min(r['z'] for r in sweep):.2f}) nor clearly cost 10 points", reason="")
