@@ -40,7 +40,7 @@ BAD = {
     "n_mdps": 0, "S": 2, "A": "3", "support_k": 0, "eps_mix": 0.0, "c1_mdps": 0, "c1_policies": -1,
     "c1_vertices": 1, "scaling_S_clarabel": [], "scaling_S_scs": [2], "scs_eps": 0.5, "sv_n_list": [30],
     "sv_seeds": 0, "sv_mode": "exact", "sv_slope_min_n": 0, "c_eps": 0.0, "delta": 1.0, "n_restarts": 0,
-    "maxfev": 5, "solver": "ECOS", "eps_pi": 1.0, "eps_pi_ablation": -0.1, "horizon": 5, "tv_k": 0,
+    "maxfev": 5, "search_rounds": 0, "solver": "ECOS", "eps_pi": 1.0, "eps_pi_ablation": -0.1, "horizon": 5, "tv_k": 0,
     "fit_k_min": -1, "grid_n": 1, "slip": 0.0, "seed": -1,
 }
 
@@ -296,8 +296,25 @@ def test_boundary_target_is_achievable_deterministic_and_not_achievable_under_no
 
 def test_search_check_reaches_the_path_optimum():
     cfg = Config.from_profile("full")
-    df = ex.run_search_check(cfg, path_sizes=(5,))
-    assert df.start_gap.iloc[0] > 0.02 and df.final_gap.iloc[0] < 1e-3 and df.final_gap.iloc[0] > -1e-9
+    df = ex.run_search_check(cfg, path_sizes=(4, 5))
+    # issue 40: a single Nelder–Mead run stopped 0.0005–0.016 above cos(π/n) depending on the OpenBLAS kernel; the
+    # restarted search stops on its tolerance and reaches the optimum under any kernel (checked: Haswell, Nehalem,
+    # Sandybridge, Prescott)
+    assert (df.start_gap > 0.02).all() and (df.final_gap < 1e-6).all() and (df.final_gap > -1e-9).all()
+    assert df.converged.all()
+
+
+@pytest.mark.negative_twin("K4")
+def test_k4_fails_when_the_search_is_starved():
+    """K4 on the real search with its budget cut to one round of 20 evaluations: it cannot reach cos(π/n) and
+    does not stop on its tolerance, so the control fails (its other parts fed the values that pass)."""
+    cfg = Config.from_profile("smoke", maxfev=20, search_rounds=1)
+    df = ex.run_search_check(cfg, path_sizes=(4, 5, 7))
+    n = {**K_PASS["K4"], "paths": len(df), "max gap to cos(π/n) found": float(df.final_gap.max()),
+         "max gap to cos(π/n) at the start": float(df.start_gap.max()),
+         "paths where the search stopped on its tolerance": int(df.converged.sum())}
+    out = V.control_k4(n)
+    assert not out["holds"] and "round cap" in out["reason"]
 
 
 # ---------------------------------------------------------------------------------------------- verdicts
@@ -312,7 +329,7 @@ K_PASS = {
     "K3": {"max stationarity error (feasible)": 1e-15, "median σ − SLEM (feasible)": 0.25,
            "fewest LP vertices mixed on an MDP": 10, "max reversibility defect (reversible)": 1e-17,
            "max SLEM (reversible)": 0.98, "min SLEM (reversible)": 0.5},
-    "K4": {"paths": 3, "max gap to cos(π/n) found": 0.005, "max gap to cos(π/n) at the start": 0.1,
+    "K4": {"paths": 3, "max gap to cos(π/n) found": 0.005, "max gap to cos(π/n) at the start": 0.1, "paths where the search stopped on its tolerance": 3,
            "max ‖μᵀP_π − μᵀ‖₁ of search policies": 1e-10, "min SLEM(FMSS) − SLEM(search)": 0.07},
     "K5": {"MDPs": 20, "MDPs with SLEM range ≥ 0.05": 20, "median SLEM range": 0.18, "min SLEM range": 0.1},
     "K6": {"policies": 100, "violating the check with SLEM in place of σ": 97, "fraction violating": 0.97,
@@ -467,4 +484,4 @@ def test_control_numbers_from_a_tiny_run():
 
 # Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
 # chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
-NEGATIVE_TWINS_PENDING = ('K1', 'K2', 'K3', 'K4', 'K5', 'K6', 'K7', 'K8', 'K9', 'K10', 'K11')
+NEGATIVE_TWINS_PENDING = ('K1', 'K2', 'K3', 'K5', 'K6', 'K7', 'K8', 'K9', 'K10', 'K11')

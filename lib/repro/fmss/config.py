@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 from repro.common import BaseConfig, knob
 
 SMOKE = dict(n_mdps=3, S=6, A=3, support_k=3, scaling_S_clarabel=(6, 10), scaling_S_scs=(),
-             sv_n_list=(30, 300), sv_seeds=1, n_restarts=2, maxfev=300, c1_mdps=3, c1_policies=30, grid_n=3)
+             sv_n_list=(30, 300), sv_seeds=1, n_restarts=2, maxfev=300, search_rounds=5, c1_mdps=3, c1_policies=30, grid_n=3)
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,9 @@ class Config(BaseConfig):
     delta: float = knob(0.05, gt=0, lt=1, doc="confidence δ of the theory slack ε_n")
     # non-convex baseline (C3)
     n_restarts: int = knob(8, ge=1, le=64, doc="starts of the Nelder–Mead SLEM search (the first is FMSS)")
-    maxfev: int = knob(3000, ge=10, le=100_000, doc="function evaluations per Nelder–Mead start")
+    maxfev: int = knob(3000, ge=10, le=100_000, doc="function evaluations per Nelder–Mead round")
+    search_rounds: int = knob(30, ge=1, le=1000, doc="most Nelder–Mead rounds per start; a start stops earlier once "
+                                                     "a round (fresh simplex) improves its SLEM by < 1e-8")
     # method
     solver: Literal["CLARABEL", "SCS"] = knob("CLARABEL", doc="cvxpy solver of the FMSS program")
     eps_pi: float = knob(0.0, ge=0, lt=1, doc="minimum exploration: x(s,a) >= ε_π μ(s)/A in FMSS")

@@ -249,53 +249,77 @@ def fmss_convex(P: np.ndarray, mu: np.ndarray, eps_pi: float = 0.0, symmetric: b
 # ---------------------------------------------------------------------------------------------- non-convex
 @dataclass
 class NonconvexResult:
-    """Best policy found by the multistart search; ``slem`` is its true SLEM. Not a certified optimum."""
+    """Best policy found by the multistart search; ``slem`` is its true SLEM. Not a certified optimum.
+
+    ``converged[i]`` says whether start ``i`` stopped on the tolerance (a fresh simplex improved it by less than
+    ``tol``) rather than on the round cap; ``rounds[i]`` is how many Nelder–Mead rounds it took."""
 
     pi: np.ndarray
     slem: float
     start_slems: list[float]
     final_slems: list[float]
     nfev: int
+    converged: list[bool]
+    rounds: list[int]
+
+    @property
+    def all_converged(self) -> bool:
+        return bool(all(self.converged))
 
 
 def fmss_nonconvex(P: np.ndarray, mu: np.ndarray, starts: list[np.ndarray], maxfev: int = 3000,
-                   tol: float = 1e-9) -> NonconvexResult:
+                   tol: float = 1e-8, max_rounds: int = 30, feas_tol: float = 1e-9) -> NonconvexResult:
     """Direct minimisation of SLEM(P_π) over the feasible polytope (card, *Baselines*).
 
     The polytope is written x = x₀ + N z with x₀ = ``starts[0]`` and N an orthonormal basis of the null space
-    of the equality constraints; Nelder–Mead (adaptive) runs on z from every start, and a point that leaves
-    the orthant (some x < −tol) scores 2 + ‖min(x, 0)‖₁, above every feasible SLEM. This is a local
-    heuristic: its result is "the best found", never a certified global optimum.
+    of the equality constraints; a point that leaves the orthant (some x < −``feas_tol``) scores
+    2 + ‖min(x, 0)‖₁, above every feasible SLEM. From every start, Nelder–Mead (adaptive) runs in *rounds* of at most
+    ``maxfev`` evaluations, each from the best point so far with a fresh simplex of fixed size h = 1/(4·SA) (a
+    quarter of the mean occupation): the SLEM is non-smooth where eigenvalue moduli cross, which is where its
+    optima sit, and a single run collapses its simplex onto such a kink at a point that depends on the last bit of
+    the BLAS kernel's rounding (issue 40: gaps 0.0005–0.016 on paths under four OpenBLAS kernels). A start stops
+    when a round improves its SLEM by less than ``tol`` (``converged``) or after ``max_rounds`` (reported as not
+    converged). This is a local heuristic: its result is "the best found", never a certified global optimum.
     """
     S, A, _ = P.shape
     E, T = constraint_matrices(P)
     N = null_space(sp.vstack([E, T]).toarray())
     x0 = np.asarray(starts[0], float)
     ones_mu = np.outer(np.ones(S), mu)
+    h = 1.0 / (4.0 * S * A)
 
     def slem_of(z: np.ndarray) -> float:
         x = x0 + N @ z
         neg = x.min()
-        if neg < -tol:
+        if neg < -feas_tol:
             return 2.0 + float(np.abs(np.minimum(x, 0.0)).sum())
         Ppi = induced_chain(P, policy_from_occupation(x, S, A))
         return float(np.max(np.abs(np.linalg.eigvals(Ppi - ones_mu))))
 
-    best_z, best_f, start_f, final_f, nfev = None, np.inf, [], [], 0
+    best_z, best_f, start_f, final_f, nfev, conv, rounds = None, np.inf, [], [], 0, [], []
+    eye = h * np.eye(N.shape[1])
     for xs in starts:
         z = N.T @ (np.asarray(xs, float) - x0)
-        start_f.append(slem_of(z))
-        res = minimize(slem_of, z, method="Nelder-Mead",
-                       options=dict(maxfev=maxfev, adaptive=True, xatol=1e-10, fatol=1e-12))
-        nfev += int(res.nfev)
-        f = float(res.fun) if res.fun <= start_f[-1] else start_f[-1]
-        zf = res.x if res.fun <= start_f[-1] else z
+        f = slem_of(z)
+        start_f.append(f)
+        done, r = False, 0
+        while not done and r < max_rounds:
+            res = minimize(slem_of, z, method="Nelder-Mead",
+                           options=dict(maxfev=maxfev, adaptive=True, xatol=1e-10, fatol=1e-12,
+                                        initial_simplex=np.vstack([z, z + eye])))
+            nfev, r = nfev + int(res.nfev), r + 1
+            gain = f - float(res.fun)
+            if res.fun < f:
+                z, f = res.x, float(res.fun)
+            done = gain < tol
         final_f.append(f)
+        conv.append(done)
+        rounds.append(r)
         if f < best_f:
-            best_f, best_z = f, zf
+            best_f, best_z = f, z
     pi = policy_from_occupation(x0 + N @ best_z, S, A)
     Ppi = induced_chain(P, pi)
-    return NonconvexResult(pi, slem(Ppi, stationary(Ppi)), start_f, final_f, nfev)
+    return NonconvexResult(pi, slem(Ppi, stationary(Ppi)), start_f, final_f, nfev, conv, rounds)
 
 
 # ---------------------------------------------------------------------------------------------- FMMC
