@@ -429,9 +429,9 @@ def test_config_profiles():
 
 # ----------------------------------------------------------------------------- verdicts
 
-def _k1(active, radial, reentry):
-    return {10: dict(active=active, radial_infeasible=radial, reentry=reentry),
-            30: dict(active=0.5, radial_infeasible=0.4, reentry=0.0)}
+def _k1(active, radial, reentry, instances=1024):
+    return {10: dict(active=active, instances=instances, radial_infeasible=radial, reentry=reentry),
+            30: dict(active=0.5, instances=1024, radial_infeasible=0.4, reentry=0.0)}
 
 
 def test_k1():
@@ -439,15 +439,30 @@ def test_k1():
     assert not V.k1(_k1(0.3, 0.4, 0.0))["holds"]
     assert not V.k1(_k1(0.5, 0.2, 0.0))["holds"]
     assert not V.k1(_k1(0.5, 0.4, 0.05))["holds"]
+    # 45 % of 64 optima: the Wilson interval straddles 40 %, so the control cannot pass on it; of 2048 it clears
+    assert not V.k1(_k1(0.45, 0.4, 0.0, instances=64))["holds"]
+    assert V.k1(_k1(0.45, 0.4, 0.0, instances=2048))["holds"]
+
+
+def test_wilson_interval():
+    lo, hi = V.wilson(50, 100)
+    assert lo < 0.5 < hi and hi - lo == pytest.approx(2 * 1.96 * 0.05, rel=0.05)
+    assert V.wilson(0, 10)[0] == 0.0 and V.wilson(10, 10)[1] == 1.0
 
 
 def test_k2():
-    assert V.k2(0.05, 0.4, 0.9, 0.02, 0.03)["holds"]
-    assert not V.k2(0.25, 0.4, 0.9, 0.02, 0.03)["holds"]
-    assert not V.k2(0.05, 0.4, 0.5, 0.02, 0.03)["holds"]
-    assert not V.k2(0.05, 0.4, 0.9, 0.04, 0.03)["holds"]
-    r = V.k2(0.05, 0.4, 0.79, 0.02, 0.03, coverage_literal=1.0, median_miss=0.02)
+    assert V.k2(0.05, 0.4, 0.9)["holds"]
+    assert not V.k2(0.25, 0.4, 0.9)["holds"]
+    assert not V.k2(0.05, 0.4, 0.5)["holds"]
+    r = V.k2(0.05, 0.4, 0.79, coverage_literal=1.0, median_miss=0.02)
     assert not r["holds"] and r["numbers"]["reach tolerance"] == pytest.approx(5e-3)
+
+
+def test_k5():
+    assert V.k5(1e-13, 100, 0.0, 1000)["holds"]
+    assert not V.k5(1e-6, 100, 0.0, 1000)["holds"]
+    assert not V.k5(1e-13, 100, 1e-3, 1000)["holds"]
+    assert not V.k5(float("nan"), 100, 0.0, 1000)["holds"]
 
 
 def test_k3():
@@ -475,8 +490,10 @@ def test_c1():
 
 
 def test_c2():
-    assert V.c2([0.01] * 9 + [0.2])["holds"]
-    assert not V.c2([0.01] * 7 + [0.2] * 3)["holds"]
+    assert V.c2([0.01] * 950 + [0.2] * 50)["holds"] is True
+    assert V.c2([0.01] * 600 + [0.2] * 400)["holds"] is False
+    r = V.c2([0.01] * 9 + [0.2])            # 90 % of 10: the interval covers 80 %
+    assert r["holds"] is None and "within noise" in r["inconclusive"]
 
 
 def test_c3():
@@ -487,11 +504,29 @@ def test_c3():
     assert not V.c3b(0.5, float("inf"))["holds"]
 
 
+def _g2(rate, k_inst=40, seed=0):
+    rng = np.random.default_rng(seed)
+    k = np.arange(301)[:, None]
+    return (1.0 / (k + 1.0) ** rate) * rng.uniform(0.5, 2.0, (1, k_inst))
+
+
 def test_c4():
-    k = np.arange(301)
-    assert V.c4(k, 1.0 / (k + 1.0) ** 1.2, 0.0)["holds"]
-    assert not V.c4(k, 1.0 / (k + 1.0) ** 0.3, 0.0)["holds"]
-    assert V.c4(k, np.full(301, 1e-12), 0.0)["holds"] is None
+    g = np.ones(40, bool)
+    assert V.c4(_g2(1.2), g, "free")["holds"] is True
+    assert V.c4(_g2(0.3), g, "free")["holds"] is False
+    assert V.c4(np.full((301, 40), 1e-12), g, "free")["holds"] is None
+    few = np.zeros(40, bool)
+    few[:3] = True
+    assert V.c4(_g2(1.2), few, "stalled")["holds"] is None
+
+
+def test_c7():
+    rng = np.random.default_rng(0)
+    inn = rng.uniform(0, 0.02, 200)
+    worse = inn + rng.uniform(0.01, 0.05, 200)
+    assert V.c7(inn, worse, "gauge", ("K5",))["holds"] is True
+    assert V.c7(worse, inn, "gauge", ("K5",))["holds"] is False
+    assert V.c7(inn, inn + rng.normal(0, 0.01, 200), "gauge", ("K5",))["holds"] is None
 
 
 def test_c5():
@@ -515,6 +550,98 @@ def test_c6():
     assert V.c6(W, [0.1] * 4, smoke=True)["holds"] is None
 
 
-# Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
-# chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
-NEGATIVE_TWINS_PENDING = ('K1', 'K2', 'K3', 'K4')
+# ----------------------------------------------------------------------------- the exact gauge map
+
+def test_exit_radius_matches_bisection_and_gauge_map_fills_C(fam):
+    rng = np.random.default_rng(0)
+    out = bl.gauge_exactness(fam, 200, rng)
+    assert out["max_abs_err"] <= 1e-9 and out["cut_rays"] > 0
+    phi = bl.gauge_map(fam)
+    assert hp.eps_inn(phi, fam, 5000, 1) == 0.0
+    # x = rho(v) z: the sphere goes to the boundary of C, the centre stays at 0 with a finite gradient
+    s = fam.sample_s(16, torch.Generator().manual_seed(2))
+    z = torch.nn.functional.normalize(torch.randn(16, fam.n, generator=torch.Generator().manual_seed(3)), dim=1)
+    x = phi(z.double(), fam.condition(s)).double()
+    g = fam.all_constraints(x, s.double()).amax(1)
+    assert torch.allclose(g, torch.zeros_like(g), atol=1e-6)
+    z0 = torch.zeros(4, fam.n, requires_grad=True)
+    y = phi(z0, fam.condition(s[:4]))
+    (grad,) = torch.autograd.grad(y.sum(), z0)
+    assert torch.isfinite(grad).all() and float(y.abs().max()) == 0.0
+
+
+def test_gauge_pgd_is_feasible_and_uses_the_same_optimiser(fam):
+    inst = fam.sample(8, np.random.default_rng(4))
+    r = bl.gauge_pgd(fam, inst, 30)
+    assert (r.viol <= hp.FEAS_TOL).all() and r.iters == 30
+    r2 = hp.hom_pgd(bl.gauge_map(fam), fam, inst, 30)
+    np.testing.assert_allclose(r.f, r2.f)
+
+
+# ----------------------------------------------------------------------------- negative twins (issue 41)
+
+@pytest.mark.negative_twin("K1")
+def test_k1_fails_when_the_constraints_do_not_bind():
+    """The K1 measurement (fresh SLSQP optima, the radial map's infeasible share, re-entering rays) on the authors'
+    right-hand sides, under which the quadratic constraints barely bind: K1 must fail there."""
+    from repro.hom_pgd import experiments as ex
+    cfg = hp.Config.from_profile("smoke", k1_instances=48)
+    blind = hp.QCQPFamily(10, 10, 0, rhs="authors")
+    active, k = ex.k1_active(blind, cfg.k1_instances, 0)
+    per_n = {10: dict(active=active, instances=k, radial_infeasible=ex.radial_infeasible(blind, 5000, 7),
+                      reentry=hp.ray_reentry(blind, np.ones(10), 200, np.random.default_rng(8)))}
+    assert not V.k1(per_n)["holds"]
+
+
+@pytest.mark.negative_twin("K2")
+def test_k2_fails_for_an_untrained_map(fam):
+    """An untrained Φ is the radial map: its ε_inn equals the radial map's, so K2 must fail."""
+    from repro.hom_pgd import experiments as ex
+    cfg = hp.Config.from_profile("smoke")
+    inn = ex.build_inn(cfg, fam.n, fam.m)
+    eps = hp.eps_inn(inn.map, fam, 5000, 5)
+    eps_rad = ex.radial_infeasible(fam, 5000, 5)
+    inst = fam.sample(6, np.random.default_rng(1))
+    ref = ex.reference(fam, inst, 2, 1)
+    miss = hp.reach_misses(inn, fam, ref.x, inst.s)
+    r = V.k2(eps, eps_rad, float((miss <= hp.REACH_TAU * fam.radius).mean()), radius=fam.radius)
+    assert eps_rad > 0 and not r["holds"]
+
+
+@pytest.mark.negative_twin("K3")
+def test_k3_fails_when_the_sdp_bound_sees_the_wrong_instance(fam):
+    """The Shor bound of each instance computed with the next instance's objective (items shuffled) is no lower
+    bound: K3 must fail; with the right objectives the same code passes its SDP check."""
+    from repro.hom_pgd import experiments as ex
+    inst = fam.sample(6, np.random.default_rng(2))
+    ref = ex.reference(fam, inst, 3, 1)
+    ok = np.array([bl.shor_sdp_bound(fam, inst.Q[i], inst.p[i], inst.s[i]) for i in range(6)])
+    j = np.roll(np.arange(6), 1)
+    bad = np.array([bl.shor_sdp_bound(fam, inst.Q[j[i]], inst.p[j[i]], inst.s[i]) for i in range(6)])
+    args = dict(best5=ref.f, best20=ref.f, slsqp_ms=1.0, slsqp_fd_ms=2.0, gap_n30=0.05, z0_feasible=1.0)
+    assert V.k3(ok - ref.f, **args)["holds"]
+    assert not V.k3(bad - ref.f, **args)["holds"]
+
+
+@pytest.mark.negative_twin("K4")
+def test_k4_fails_when_training_is_frozen(fam):
+    """MDH training with a zero learning rate moves nothing: K4 must fail (the full profile shows it passing)."""
+    from repro.hom_pgd import experiments as ex
+    cfg = hp.Config.from_profile("smoke")
+    _, frozen = hp.train_mdh(ex.build_inn(cfg, fam.n, fam.m), fam, 200, 64, 0, lr=0.0)
+    assert not V.k4(frozen.history["loss"], 50)["holds"]
+
+
+@pytest.mark.negative_twin("K5")
+def test_k5_fails_for_an_exit_radius_of_shuffled_scale_factors(fam):
+    """The closed form evaluated with the scale factors of other rays (permuted per item) is not the exit radius:
+    K5 must fail; the real closed form passes."""
+    def shuffled(family, v, s):
+        return bl.exit_radius(family, v, s[torch.randperm(len(s), generator=torch.Generator().manual_seed(0))])
+    blind = bl.gauge_exactness(fam, 200, np.random.default_rng(0), radius_fn=shuffled)
+    real = bl.gauge_exactness(fam, 200, np.random.default_rng(0))
+    assert not V.k5(blind["max_abs_err"], 200, 0.0, 1000)["holds"]
+    assert V.k5(real["max_abs_err"], 200, hp.eps_inn(bl.gauge_map(fam), fam, 5000, 1), 5000)["holds"]
+
+
+NEGATIVE_TWINS_PENDING = ()

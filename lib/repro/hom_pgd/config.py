@@ -13,7 +13,7 @@ from repro.common import BaseConfig, knob
 SMOKE = dict(n_var=4, n_qua=3, scale_sizes=(6,), scale_train_steps=100, scale_timing_steps=50, scale_train_batch=128, scale_instances=8, n_test=16, inn_blocks=3, inn_hidden=16, train_steps=200,
              train_batch=128, checkpoints=(50, 200), latent_iters=50, slsqp_starts=2, n_exact_proj=4,
              exact_proj_iters=10, widths_sweep=(8, 16), n_sdp=8, n_multistart_check=4, eps_samples=20_000,
-             n_rays=200, train_steps_2d=100, alm_iters=100)
+             n_rays=200, train_steps_2d=100, alm_iters=100, k1_instances=64)
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,8 @@ class Config(BaseConfig):
                                                                 "(timing only: an iteration costs the same)")
     scale_instances: int = knob(64, ge=2, le=1024, doc="instances per scale size (Hom-PGD+ batched, one SLSQP "
                                                        "start each)")
+    k1_instances: int = knob(1024, ge=8, le=100_000, doc="fresh instances (one SLSQP start each) on which K1 counts "
+                             "active constraints at n_var and n = 30 (Wilson interval; 64 gave ±6 points)")
     # Hom-PGD+
     latent_iters: int = knob(300, ge=10, le=10_000, doc="K: latent iterations (fixed budget for C2, C4, C5)")
     lr_latent: float = knob(0.1, gt=0, le=10, doc="α0: initial latent step (×0.999 after a non-improving step)")

@@ -64,21 +64,43 @@ def reference(family: QCQPFamily, inst: Instances, starts: int, seed: int) -> Re
                      active=np.array([bl.active_quadratic(family, x[i], inst.s[i]) for i in range(len(inst))]))
 
 
-TIMING_ROUNDS = 5  # C3a and C6: each timing is the fastest of this many identical runs
+TIMING_ROUNDS = 5  # C3a, C3b and C6: each timing (SLSQP's and Hom-PGD+'s alike) is the fastest of this many runs
 
 
-def hom_time_per_instance(phi, family: QCQPFamily, inst: Instances, cfg) -> tuple[float, Result]:
-    """CPU ms per instance of a batched Hom-PGD+ solve with the early-stop tolerance: the fastest of
-    ``TIMING_ROUNDS`` identical solves (a 2-iteration warm-up call first, discarded), and the solve's result."""
+def k1_active(family: QCQPFamily, k: int, seed: int) -> tuple[float, int]:
+    """K1's active fraction: one SLSQP start (uniform in [−1, 1]ⁿ) on each of k fresh instances, the fraction of
+    optima with an active quadratic constraint; (fraction, k). Fresh instances and many of them, so that the Wilson
+    interval of K1 is narrow (64 instances gave ±6 points at n = 30)."""
+    inst = family.sample(k, np.random.default_rng([seed, family.n, 4]))
+    ref = reference(family, inst, 1, seed + 9)
+    return float(ref.active.mean()), int(k)
+
+
+def slsqp_time_per_start(family: QCQPFamily, inst: Instances, seed: int) -> float:
+    """CPU ms per SLSQP start (one start per instance, analytic Jacobians, the same start points every round): the
+    fastest of ``TIMING_ROUNDS`` identical passes over the instances, timed as Hom-PGD+'s solves are."""
+    best = float("inf")
+    for _ in range(TIMING_ROUNDS):
+        res = bl.slsqp_batch(family, inst, 1, seed)
+        best = min(best, float(sum(r.sec_starts.sum() for r in res)))
+    return 1e3 * best / len(inst)
+
+
+def hom_time_per_instance(phi, family: QCQPFamily, inst: Instances, cfg, tol: float | None = None
+                          ) -> tuple[float, Result]:
+    """CPU ms per instance of a batched Hom-PGD+ solve: the fastest of ``TIMING_ROUNDS`` identical solves (a
+    2-iteration warm-up call first, discarded), and the solve's result. ``tol=None`` runs the fixed budget of
+    ``cfg.latent_iters`` iterations (what C3 decides on: the same work at every n); a tolerance stops early, after a
+    number of iterations that itself changes with n (reported beside)."""
     hom_pgd(phi, family, inst[:4], 2, lr=cfg.lr_latent, bisection_steps=cfg.bisection_steps)
     runs = [hom_pgd(phi, family, inst, cfg.latent_iters, lr=cfg.lr_latent, bisection_steps=cfg.bisection_steps,
-                    tol=cfg.time_tol) for _ in range(TIMING_ROUNDS)]
+                    tol=tol) for _ in range(TIMING_ROUNDS)]
     return 1e3 * min(r.seconds for r in runs) / len(inst), runs[0]
 
 
 @dataclass
 class ScaleRun:
-    """One problem size of C3: times, gap, K1 numbers."""
+    """One problem size of C3: times (fixed budget and to tolerance), gap, K1 numbers."""
 
     n: int
     hom_ms: float
@@ -90,10 +112,18 @@ class ScaleRun:
     radial_infeasible: float
     reentry: float
     feasible: float
+    hom_ms_tol: float = float("nan")
+    iters_tol: int = 0
+    k1_active: float = float("nan")
+    k1_instances: int = 0
 
     @property
     def ratio(self) -> float:
         return self.slsqp_ms / self.hom_ms
+
+    @property
+    def ratio_tol(self) -> float:
+        return self.slsqp_ms / self.hom_ms_tol
 
     @property
     def break_even(self) -> float:
@@ -104,10 +134,12 @@ class ScaleRun:
 
 def scale_run(cfg, n: int, inn: CondRealNVP | None = None, train_s: float | None = None,
               inst: Instances | None = None, ref: Reference | None = None, family: QCQPFamily | None = None,
-              progress=None) -> ScaleRun:
-    """Train (unless given) an INN at size n (m = n), time batched Hom-PGD+ and one SLSQP start per instance.
-    The n = 30 INN (the smallest scale size in other profiles) trains ``scale_train_steps`` (K3 checks its gap);
-    the others ``scale_timing_steps``, since they serve the timing only."""
+              progress=None, k1: bool | None = None) -> ScaleRun:
+    """Train (unless given) an INN at size n (m = n), time batched Hom-PGD+ (fixed budget, and to ``time_tol``) and
+    one SLSQP start per instance (both fastest of ``TIMING_ROUNDS``). The n = 30 INN (the smallest scale size in
+    other profiles) trains ``scale_train_steps`` (K3 checks its gap); the others ``scale_timing_steps``, since they
+    serve the timing only. ``k1`` (default: n is 30 or the profile's smallest scale size) also measures K1's active
+    fraction on ``cfg.k1_instances`` fresh instances."""
     family = family or QCQPFamily(n, n, cfg.seed)
     rng = np.random.default_rng([cfg.seed, n, 3])
     if inst is None:
@@ -121,15 +153,21 @@ def scale_run(cfg, n: int, inn: CondRealNVP | None = None, train_s: float | None
     if progress:
         progress(f"n = {n}: INN ready ({train_s:.0f} s of training)")
     hom_ms, r = hom_time_per_instance(inn.map, family, inst, cfg)
+    hom_ms_tol, r_tol = hom_time_per_instance(inn.map, family, inst, cfg, tol=cfg.time_tol)
     if ref is None:
         ref = reference(family, inst, 1, cfg.seed + 1)
+    slsqp_ms = slsqp_time_per_start(family, inst, cfg.seed + 1)
     k = len(ref.f)
     gap = rel_gap(r.f[:k], ref.f)
-    return ScaleRun(n=n, hom_ms=hom_ms, slsqp_ms=float(ref.ms_per_start.mean()), train_s=float(train_s),
+    if k1 is None:
+        k1 = n == 30 or (bool(cfg.scale_sizes) and n == min(cfg.scale_sizes))
+    a1, k1n = k1_active(family, cfg.k1_instances, cfg.seed) if k1 else (float("nan"), 0)
+    return ScaleRun(n=n, hom_ms=hom_ms, slsqp_ms=slsqp_ms, train_s=float(train_s),
                     median_gap=float(np.median(gap)), iters=r.iters, active=float(ref.active.mean()),
                     radial_infeasible=radial_infeasible(family, min(cfg.eps_samples, 100_000), cfg.seed + 7),
                     reentry=ray_reentry(family, np.ones(family.m), cfg.n_rays, np.random.default_rng(cfg.seed + 8)),
-                    feasible=float((r.viol <= 1e-5).mean()))
+                    feasible=float((r.viol <= 1e-5).mean()), hom_ms_tol=hom_ms_tol, iters_tol=r_tol.iters,
+                    k1_active=a1, k1_instances=k1n)
 
 
 @dataclass

@@ -41,19 +41,22 @@ def gap_vs_iteration(ax: plt.Axes, traces: dict[str, np.ndarray], f_ref: np.ndar
     ax.legend()
 
 
-def rate_panel(ax: plt.Axes, curve: np.ndarray, k_range=(10, 300), floor=1e-10) -> None:
-    k = np.arange(len(curve))
-    ax.loglog(k[1:], np.maximum(curve[1:], 1e-16), label="median min$_{j\\leq k}$ ‖G(z_j)‖²")
-    k0 = k_range[0]
-    if len(curve) > k0 and curve[k0] > 0:
-        kk = np.arange(k0, len(curve))
-        ax.loglog(kk, curve[k0] * k0 / kk, "k--", lw=1, label="slope −1 guide")
+def rate_panel(ax: plt.Axes, curves: dict[str, np.ndarray], k_range=(10, 300), floor=1e-10) -> None:
+    """C4a / C4b: one median min_{j<=k} ||G||^2 curve per group of instances (label -> curve), a slope −1 guide."""
+    for i, (label, curve) in enumerate(curves.items()):
+        k = np.arange(len(curve))
+        ax.loglog(k[1:], np.maximum(curve[1:], 1e-16), color=f"C{i}", label=f"{label}: median min$_{{j\\leq k}}$ ‖G‖²")
+        k0 = k_range[0]
+        if len(curve) > k0 and curve[k0] > 0:
+            kk = np.arange(k0, len(curve))
+            ax.loglog(kk, curve[k0] * k0 / kk, "--", color=f"C{i}", lw=1, alpha=0.7,
+                      label="slope −1 guide" if i == 0 else None)
     ax.axhline(floor, color="0.5", ls=":", lw=1, label="fit floor 1e-10")
     ax.axvspan(*k_range, color="0.9", zorder=-1)
     ax.set_xlabel("iteration k")
     ax.set_ylabel("‖G‖² (latent units)")
-    ax.set_title("C4: gradient mapping (shaded: fit range)")
-    ax.legend()
+    ax.set_title("C4a/C4b: gradient mapping (shaded: fit range)")
+    ax.legend(fontsize=8)
 
 
 def checkpoint_panel(ax: plt.Axes, steps, eps_ball, unreachable, median_gap) -> None:
@@ -82,7 +85,9 @@ def width_panel(ax: plt.Axes, W, sec, fit: tuple[float, float, float]) -> None:
 def scale_panel(ax: plt.Axes, runs) -> None:
     ns = [r.n for r in runs]
     ax.plot(ns, [r.slsqp_ms for r in runs], "o-", label="SLSQP, one start (analytic Jacobians)")
-    ax.plot(ns, [r.hom_ms for r in runs], "s-", label="Hom-PGD⁺ per instance (batched)")
+    ax.plot(ns, [r.hom_ms for r in runs], "s-", label="Hom-PGD⁺ per instance, fixed budget (C3)")
+    ax.plot(ns, [r.hom_ms_tol for r in runs], "s:", color="C1", alpha=0.7,
+            label="Hom-PGD⁺ per instance, stopped at the tolerance")
     ax.set_yscale("log")
     ax.set_xlabel("n (m = n)")
     ax.set_ylabel("ms per instance")
