@@ -168,16 +168,15 @@ def control_k4(n: dict, resolve: float = 0.01, min_start_gap: float = 0.02) -> d
         (n["max gap to cos(π/n) at the start"] >= min_start_gap,
          f"the starts were already within {_g(n['max gap to cos(π/n) at the start'])} of the optimum (< "
          f"{min_start_gap:g}): the test shows nothing"),
-        (n.get("paths where the search stopped on its tolerance", n["paths"]) == n["paths"],
-         f"the search hit its round cap on {n['paths'] - n.get('paths where the search stopped on its tolerance', n['paths'])} "
-         "path(s): it did not converge, so its gap is a budget's, not the search's"),
         (n["max ‖μᵀP_π − μᵀ‖₁ of search policies"] <= 1e-6,
          f"a search policy misses μ by {_g(n['max ‖μᵀP_π − μᵀ‖₁ of search policies'])} (> 1e-6): it is not a "
          "steady-state controller"),
         (n["min SLEM(FMSS) − SLEM(search)"] >= -1e-9,
          f"the search ended {_g(-n['min SLEM(FMSS) − SLEM(search)'])} above its FMSS start"),
     ]
-    return _control(checks, f"path gap found ≤ {resolve:g} (start gap ≥ {min_start_gap:g}), stopped on its tolerance; search policies "
+    # how many path searches stopped on their tolerance rather than on the round cap is reported beside the gap
+    # (issue 40); the gap to the known optimum is what the control needs, and it is measured, not assumed
+    return _control(checks, f"path gap found ≤ {resolve:g} (start gap ≥ {min_start_gap:g}); search policies "
                             "stationary ≤ 1e-6 and never above FMSS", n)
 
 
