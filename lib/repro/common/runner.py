@@ -161,7 +161,7 @@ def execute(slug: str, params: dict[str, Any], *, out_dir: Path | None = None, t
     cfg = validate(slug, params)  # fails here, before a kernel starts
     import papermill as pm
 
-    for var in THREAD_VARS:
+    for var in (*THREAD_VARS, "REPRO_THREADS"):  # REPRO_THREADS: what the notebook's seed_everything pins
         os.environ[var] = str(threads)
     # The kernel inherits this process's environment. A Dask worker's has MALLOC_TRIM_THRESHOLD_=65536 (Dask's
     # `distributed.nanny.pre-spawn-environ`), and setting it switches off glibc's dynamic mmap threshold: every
@@ -173,10 +173,11 @@ def execute(slug: str, params: dict[str, Any], *, out_dir: Path | None = None, t
     stem = f"{cfg.profile}-seed{cfg.seed}"
     final, partial, failed = (out_dir / f"{stem}{s}.ipynb" for s in ("", ".partial", ".failed"))
     ledger = results_dir(slug) / f"{stem}.json"
-    for stale in (final, failed):
+    hash_file = results_dir(slug) / f"{stem}.hash"
+    for stale in (final, failed, ledger, hash_file):  # an old ledger must not pass for this run's
         stale.unlink(missing_ok=True)
-    ledger.unlink(missing_ok=True)  # an old ledger must not pass for this run's
     params = {"profile": cfg.profile, "seed": cfg.seed, **{k: v for k, v in params.items() if k not in ("profile", "seed")}}
+    digest = inputs_hash(slug, params)  # of the inputs as they are when the run starts
     t0 = time.perf_counter()
     sockets = Path(tempfile.mkdtemp(prefix="repro-kernel-"))
     extra = {"kernel_manager_class": offline_kernel_manager()} if offline else {}
@@ -202,4 +203,5 @@ def execute(slug: str, params: dict[str, Any], *, out_dir: Path | None = None, t
     partial.replace(final)
     if not ledger.exists():
         raise RunError(f"{slug}: the notebook finished but wrote no ledger at {ledger}")
+    hash_file.write_text(digest + "\n")  # what `make book` and `make reference` check the ledger against
     return RunResult(slug, cfg.profile, cfg.seed, final, ledger, time.perf_counter() - t0)

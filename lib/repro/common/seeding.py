@@ -15,7 +15,11 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NU
 
 
 def limit_threads(n: int = 1) -> None:
-    """Pin BLAS/OpenMP (and torch, if loaded) to ``n`` threads: the book's budgets assume one per notebook."""
+    """Pin BLAS/OpenMP (and torch, if loaded) to ``n`` threads: the book's budgets assume one per notebook.
+
+    ``REPRO_THREADS`` in the environment overrides ``n``: ``make crosscheck`` runs the chapters with two threads,
+    a different reduction order, to show that no verdict rests on last-bit rounding (issue 40)."""
+    n = int(os.environ.get("REPRO_THREADS") or n)
     for var in THREAD_VARS:
         os.environ.setdefault(var, str(n))
     try:
