@@ -420,13 +420,17 @@ def test_k1_passes_on_rising_loops_and_fails_on_a_plateau_or_a_small_rise():
 
 
 def test_k2_passes_when_grpo_moves_beyond_twice_its_ci_and_fails_otherwise():
-    sft = 0.47
-    ok = V.k2([.49, .492, .488, .491, .489], sft)
-    assert ok["holds"] and ok["numbers"]["gain / half-width"] > 2
-    noisy = V.k2([.49, .45, .50, .46, .48], sft)
+    sft = {"greedy": 0.45, "0.3": 0.46, "0.5": 0.47, "0.9": 0.44}
+    ok = V.k2([.49, .492, .488, .491, .489], sft, 0.9)
+    assert ok["holds"] and ok["numbers"]["gain / half-width"] > 2 and ok["numbers"]["SFT best temperature"] == "0.5"
+    noisy = V.k2([.49, .45, .50, .46, .48], sft, 0.9)
     assert not noisy["holds"] and "seed noise" in noisy["reason"]
-    assert not V.k2([.46, .461, .459, .46, .462], sft)["holds"]              # moved, but down
-    assert not V.k2([.49], sft)["holds"]
+    assert not V.k2([.46, .461, .459, .46, .462], sft, 0.9)["holds"]         # moved, but down
+    assert not V.k2([.49], sft, 0.9)["holds"]
+    # sharpening: GRPO beats SFT at the rollout τ clearly, but not the re-tempered SFT model
+    sharp = V.k2([.465, .466, .464, .465, .466], sft, 0.9)
+    assert not sharp["holds"] and "re-tempering" in sharp["reason"]
+    assert sharp["numbers"]["GRPO gain over SFT at rollout τ (points)"] > 2
 
 
 GRPO_S = np.array([.490, .492, .488, .491, .489])
@@ -489,7 +493,7 @@ def test_a_failed_control_makes_every_claim_that_needs_it_inconclusive():
     cfg = rl.Config.from_profile("smoke")
     led = Ledger(cfg, V.CLAIMS, controls=V.CONTROLS)
     led.control("K1", **V.k1([.29, .45, .52, .55], [.25, .40, .45, .47]))
-    led.control("K2", **V.k2([.49, .45, .50, .46, .48], .47))
+    led.control("K2", **V.k2([.49, .45, .50, .46, .48], {"0.9": .47}, 0.9))
     g_g = np.array([.54, .53, .55, .54, .53])
     led.record("C1", **V.c1(GRPO_S + .01, GRPO_S, .47, g_g, g_g, .55))
     assert led.verdict("K1") == "passed" and led.verdict("K2") == "failed"
@@ -504,6 +508,68 @@ def test_detectable_effect_shrinks_with_seeds_and_spread():
     assert np.isnan(V.detectable_effect([0.1]))
 
 
+# ----------------------------------------------------------------------------- negative twins (issue 41)
+
+@pytest.fixture(scope="module")
+def tiny_sft():
+    """A smoke-sized SFT model (the chapter's own train_sft) and small held-out sets."""
+    cfg = rl.Config.from_profile("smoke", sft_steps=40, sft_batch=32, n_eval=30, n_eval_samples=2)
+    torch.manual_seed(0)
+    m = rl.build_model(cfg, TOK.vocab_size)
+    rl.train_sft(m, cfg)
+    return cfg, m, rl.eval_sets(cfg.seed, cfg.n_eval, cfg.pad_slots, cfg.trace_stride)
+
+
+@pytest.mark.negative_twin("K1")
+def test_k1_fails_for_an_untrained_looped_model(tiny_sft):
+    """An untrained looped model (no SFT) evaluated per loop by the chapter's evaluate_model: its intermediate
+    loops carry no graded computation (accuracy 0 at every loop), so K1 must fail on 'does not rise'."""
+    cfg = tiny_sft[0]
+    sets = tiny_sft[2]
+    torch.manual_seed(1)
+    blind = rl.build_model(cfg, TOK.vocab_size).eval()
+    ev = rl.evaluate_model(blind, {"hard": sets["hard"], "easy": sets["easy"][:4], "B": sets["B"][:4]},
+                           cfg.max_new_tokens, cfg.n_eval_samples, cfg.temperature, stride=cfg.trace_stride)
+    r = V.k1(ev["per_loop"], ev["per_loop_sampled"])
+    assert max(ev["per_loop"]) == 0.0
+    assert not r["holds"] and "does not rise" in r["reason"]
+
+
+def _sharpened(model, c):
+    """The model with every loop's logits multiplied by c (the tied head reads norm(h): scale its weight)."""
+    m = rl.clone_model(model)
+    with torch.no_grad():
+        m.norm.weight.mul_(c)
+    return m.eval()
+
+
+@pytest.mark.negative_twin("K2")
+def test_k2_fails_when_rl_is_off_or_only_sharpens(tiny_sft):
+    """Two blinded "GRPO" arms, scored by the chapter's sampled metric: (a) RL switched off (every seed's GRPO
+    model is the SFT model, different sampling seeds): the gain is sampling noise; (b) pure sharpening (the SFT
+    model's logits scaled by 0.9 / 0.5, sampled at τ = 0.9, i.e. the SFT model at τ = 0.5). K2 must fail both;
+    (b) is what the old, temperature-blind K2 passed (GRPO vs SFT at the rollout τ)."""
+    cfg, sft, sets = tiny_sft
+    hard, tau = sets["hard"], cfg.temperature
+    by_tau = rl.sft_by_temperature(sft, hard, cfg.max_new_tokens, cfg.n_eval_samples, tau, sample_seed=0)
+
+    def primary(model, seed):
+        gen = torch.Generator().manual_seed(seed * 1000 + 17 * model.t_max + 5)
+        return float(rl.task_a_correct(model, hard, cfg.max_new_tokens, temperature=tau,
+                                       n_samples=cfg.n_eval_samples, generator=gen).mean())
+
+    assert by_tau[f"{tau:g}"] == primary(sft, 0)              # common random numbers with the primary metric
+    off = V.k2([primary(sft, s) for s in (1, 2, 3)], by_tau, tau)
+    assert not off["holds"], off["reason"]
+    sharp_model = _sharpened(sft, tau / 0.5)
+    sharp = [primary(sharp_model, 0)] * 3
+    assert sharp[0] == pytest.approx(by_tau["0.5"], abs=0.02)  # sharpening == re-tempering
+    r = V.k2(sharp, by_tau, tau)
+    assert not r["holds"] and r["numbers"]["GRPO gain over best-τ SFT (points)"] <= 2.0
+    if by_tau["0.5"] > by_tau[f"{tau:g}"]:                     # the old rule (vs SFT at τ) would pass it
+        assert sharp[0] - by_tau[f"{tau:g}"] > 0
+
+
 # Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
 # chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
-NEGATIVE_TWINS_PENDING = ('K1', 'K2')
+NEGATIVE_TWINS_PENDING = ()

@@ -131,6 +131,26 @@ def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int
     }
 
 
+#: Temperatures (besides greedy and the rollout τ) at which the SFT model is re-tempered for control K2: RL that
+#: only sharpens the sampling distribution is matched by lowering the SFT model's temperature (issue 46).
+RETEMPER_GRID = (0.3, 0.5, 0.7)
+
+
+def sft_by_temperature(model: LoopedLM, problems: Sequence[Problem], max_new: int, n_samples: int,
+                       temperature: float, sample_seed: int = 0, grid: Sequence[float] = RETEMPER_GRID) -> dict:
+    """Hard-split accuracy of ``model`` greedy (key ``"greedy"``) and sampled at each τ of ``grid`` and at the
+    rollout ``temperature``, keyed by ``f"{τ:g}"``. Every τ draws from the same generator seed as the full-depth
+    sampled accuracy of :func:`evaluate_model` (common random numbers), so the rollout τ's entry equals its
+    ``hard_sampled``, and a model whose logits are scaled by c sampled at τ reproduces this model at τ / c."""
+    T = model.t_max
+    out = {"greedy": float(task_a_correct(model, problems, max_new).mean())}
+    for tau in sorted({*map(float, grid), float(temperature)}):
+        gen = torch.Generator().manual_seed(int(sample_seed) * 1000 + 17 * T + 5)
+        out[f"{tau:g}"] = float(task_a_correct(model, problems, max_new, temperature=tau, n_samples=n_samples,
+                                               generator=gen).mean())
+    return out
+
+
 # ----------------------------------------------------------------------------- GSNR
 
 def rollout_logit_grads(model: LoopedLM, ids: torch.Tensor, mask: torch.Tensor, adv: torch.Tensor) -> torch.Tensor:
