@@ -5,6 +5,9 @@
 #   make run NB=rose_sosmd ARGS="-p seed 3"
 #   make sweep NB=rose_sosmd SEEDS=0-4 JOBS=2 [SCHEDULER=tcp://host:8786]
 #   make bench [NB=rose_sosmd]     compiled kernels vs their references
+#   make reference NB=fmss [SEEDS=0-4]   copy current full-profile ledgers into data/reference/<slug>/ (in git)
+#   make crosscheck [NB=fmss] [PROFILE=smoke]   each chapter at 1 thread and at 2 threads + another BLAS kernel:
+#                                  verdicts must agree (does any verdict rest on last-bit rounding?)
 #   make assign [NB=fmss]          student notebook + autograder zip per chapter -> _build/assign/<slug>/
 #   make grade NB=fmss DIR=submissions/ [OUT=grades.csv] [TIMEOUT=600]   grade notebooks locally (no Docker) -> CSV
 #   make lab                       JupyterLab (its own .venv-lab) on notebooks/, kernel = .venv's python, offline
@@ -31,7 +34,7 @@ export OMP_NUM_THREADS ?= 1
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup test unit book robustness run sweep bench assign grade lab clean distclean
+.PHONY: setup test unit book robustness run sweep bench reference crosscheck assign grade lab clean distclean
 
 $(STAMP): requirements.txt pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -73,6 +76,13 @@ run: setup
 sweep: setup
 	@test -n "$(NB)" || { echo "usage: make sweep NB=<slug> SEEDS=0-4 JOBS=2"; exit 2; }
 	@$(BIN)/python -m repro.common.cli sweep $(NB) --seeds "$(or $(SEEDS),0-4)" --jobs $(JOBS) --scheduler "$(SCHEDULER)" $(ARGS)
+
+reference: setup
+	@test -n "$(NB)" || { echo "usage: make reference NB=<slug> [SEEDS=0-4]"; exit 2; }
+	@$(BIN)/python -m repro.common.cli reference $(NB) --seeds "$(SEEDS)"
+
+crosscheck: setup
+	@$(BIN)/python -m repro.common.cli crosscheck $(NB) --profile $(if $(findstring command,$(origin PROFILE)),$(PROFILE),smoke)
 
 bench: setup
 	@set -e; for b in $(if $(NB),benchmarks/bench_$(NB).py,benchmarks/bench_*.py); do \

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import reference
 from .claims import fmt, load_ledgers
 from .paths import REPO_ROOT, chapter_slugs, notebook_path, results_dir
 from .cluster import Job, run_many
@@ -229,15 +230,18 @@ def stage(profile: str) -> Path:
     course = (REPO_ROOT / "book" / "course.md").read_text()
     _sync_text(course.replace(COURSE_MARK, times_markdown()), STAGE / "book" / "course.md")
     card = (REPO_ROOT / "book" / "scorecard.md").read_text()
-    _sync_text(card.replace(SCORECARD_MARK, scorecard_markdown(profile, seeds, "robustness.png" if figure else None)),
-               STAGE / "book" / "scorecard.md")
+    table = scorecard_markdown(profile, seeds, "robustness.png" if figure else None)
+    table += "\n\n" + (reference.reproduced_markdown(reproduced(profile)) if profile == reference.PROFILE else
+                        "The shipped reference ledgers (`data/reference/`) are of the full profile; this build is of "
+                        f"profile {profile}, so its verdicts are not compared with them.")
+    _sync_text(card.replace(SCORECARD_MARK, table), STAGE / "book" / "scorecard.md")
     missing = []
     for slug in chapter_slugs():
         executed = results_dir(slug) / f"{profile}-seed0.ipynb"
         if not executed.exists():
             missing.append(slug)
             continue
-        section = chapter_section(slug, profile, seeds[slug])
+        section = chapter_section(slug, profile, seeds[slug]) or reference_section(slug, profile)
         if section:
             _sync_text(_with_section(executed, section), STAGE / "notebooks" / notebook_path(slug).name)
         else:
@@ -255,6 +259,33 @@ def stage(profile: str) -> Path:
             else:
                 _sync(src, mj_dst / part)
     return STAGE
+
+
+def reproduced(profile: str) -> dict[str, Any]:
+    """This checkout's current seed-0 ledgers of ``profile`` against the shipped reference ledgers."""
+    mine = {}
+    for slug in chapter_slugs():
+        path = results_dir(slug) / f"{profile}-seed0.json"
+        mine[slug] = json.loads(path.read_text()) if is_current(slug, profile, 0) else None
+    return reference.reproduced(chapter_slugs(), mine)
+
+
+def reference_section(slug: str, profile: str) -> str:
+    """Where the reader ran only seed 0: the across-seeds section from the shipped reference ledgers when they
+    are current, or a line saying since which commit they are stale."""
+    if profile != reference.PROFILE:
+        return ""
+    st = reference.status(slug)
+    if len(st["current"]) > 1:
+        return chapter_section(slug, profile, [r["seed"] for r in st["current"]], st["current"],
+                               source=f"These are the *reference ledgers* shipped in `data/reference/{slug}/`, run by "
+                                      "the book's maintainers on code with the same inputs hash as this page's; "
+                                      "`make book SEEDS=0-4` runs the seeds here instead.")
+    if st["stale"]:
+        return ("### Across seeds\n\nThe reference ledgers shipped in `data/reference/" + slug + "/` (seeds "
+                + ", ".join(str(r["seed"]) for r in st["stale"]) + f") are stale since {st['since']}: the "
+                "chapter's code changed after they ran, so they are not shown. `make book SEEDS=0-4` runs the seeds here.")
+    return ""
 
 
 def render() -> int:
@@ -277,6 +308,8 @@ def build(profile: str = "full", jobs: int = 2, timeout_s: int | None = None, se
         print("\n".join(["book: these runs failed:", *failures]), file=sys.stderr)
         return 1
     stage(profile)
+    if profile == reference.PROFILE:
+        print("book: " + reference.reproduced_text(reproduced(profile)))
     code = render()
     if code == 0:
         print(f"book: {REPO_ROOT / '_build' / 'html' / 'index.html'}")

@@ -1,4 +1,4 @@
-"""Command line behind the Makefile: ``python -m repro.common.cli {run,sweep,book,scorecard} ...``."""
+"""Command line behind the Makefile: ``python -m repro.common.cli {run,sweep,book,reference,crosscheck,scorecard} ...``."""
 from __future__ import annotations
 
 import argparse
@@ -24,6 +24,12 @@ def main(argv: list[str] | None = None) -> int:
     bk.add_argument("--jobs", type=int, default=2)
     bk.add_argument("--seeds", default="", help="seeds besides 0 to execute for the across-seeds view, e.g. 0-4")
     bk.add_argument("--scheduler", default="", help="Dask scheduler address, e.g. tcp://host:8786")
+    rf = sub.add_parser("reference", help="copy a chapter's current full-profile ledgers into data/reference/")
+    rf.add_argument("slug")
+    rf.add_argument("--seeds", default="", help="e.g. 0-4 (default: every full-profile ledger under results/)")
+    cc = sub.add_parser("crosscheck", help="run chapters on two arithmetic set-ups and compare their verdicts")
+    cc.add_argument("slugs", nargs="*")
+    cc.add_argument("--profile", default="smoke", choices=["full", "smoke"])
     sc = sub.add_parser("scorecard", help="print the scorecard table")
     sc.add_argument("--profile", default="full", choices=["full", "smoke"])
     ns, params = ap.parse_known_args(argv)  # what argparse does not know are the notebook's parameters
@@ -53,6 +59,24 @@ def main(argv: list[str] | None = None) -> int:
 
             seeds = parse_seeds(ns.seeds) if ns.seeds else [0]
             return build(ns.profile, jobs=ns.jobs, seeds=seeds, scheduler=ns.scheduler or None)
+        elif ns.cmd == "reference":
+            from .reference import capture
+            from .sweep import parse_seeds
+
+            try:
+                paths = capture(ns.slug, parse_seeds(ns.seeds) if ns.seeds else None)
+            except ValueError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            print("\n".join(f"reference: {p}" for p in paths))
+        elif ns.cmd == "crosscheck":
+            from . import crosscheck
+
+            report = crosscheck.run(ns.slugs or None, ns.profile)
+            bad = crosscheck.failed(report)
+            print(f"crosscheck ({ns.profile}): " + ("verdicts DIFFER or a run failed (above)" if bad else
+                                                    f"every verdict agrees in {len(report)} chapter(s)"))
+            return 1 if bad else 0
         elif ns.cmd == "scorecard":
             from .book import scorecard_markdown
 

@@ -17,19 +17,23 @@ _NO_EVIDENCE = "#bdbdbd"  # the heatmap's fill for a claim inconclusive at every
 _HATCH_EDGE = "#555555"
 
 
-def ledgers_for(slug: str, profile: str, seeds: list[int] | None) -> list[dict[str, Any]]:
-    """The chapter's saved ledgers of ``profile`` for ``seeds`` (all seeds when None), seed 0 first."""
-    out = [d for d in load_ledgers(slug, profile) if seeds is None or d["seed"] in seeds]
+def ledgers_for(slug: str, profile: str, seeds: list[int] | None,
+                ledgers: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The chapter's saved ledgers of ``profile`` for ``seeds`` (all seeds when None), seed 0 first; ``ledgers``
+    (the shipped reference ledgers) replaces those saved under ``results/``."""
+    pool = load_ledgers(slug, profile) if ledgers is None else ledgers
+    out = [d for d in pool if seeds is None or d["seed"] in seeds]
     return sorted(out, key=lambda d: d["seed"])
 
 
-def across_seeds(slug: str, profile: str, seeds: list[int] | None = None) -> list[dict[str, Any]]:
+def across_seeds(slug: str, profile: str, seeds: list[int] | None = None,
+                 ledgers: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One row per control, then per claim: seed 0's verdict, the count of seeds it held/passed in, whether the
     verdict is seed-dependent, and the first numbers' mean ± 95% CI over the seeds."""
-    ledgers = ledgers_for(slug, profile, seeds)
+    ledgers = ledgers_for(slug, profile, seeds, ledgers)
     if not ledgers:
         return []
-    summary = summarise(slug, profile, [d["seed"] for d in ledgers])
+    summary = summarise(slug, profile, [d["seed"] for d in ledgers], ledgers)
     first = ledgers[0]
     rows = []
     for kind in ("controls", "claims"):
@@ -57,23 +61,26 @@ def count_text(row: dict[str, Any]) -> str:
     return text + " · seed-dependent" if row["seed_dependent"] else text
 
 
-def provenance_text(slug: str, profile: str, seeds: list[int]) -> str:
+def provenance_text(slug: str, profile: str, seeds: list[int], ledgers: list[dict[str, Any]] | None = None) -> str:
     """Which seeds and commits the rows come from."""
-    ledgers = ledgers_for(slug, profile, seeds)
+    ledgers = ledgers_for(slug, profile, seeds, ledgers)
     commits = sorted({d["provenance"]["commit"][:10] + (" (+local changes)" if d["provenance"].get("dirty") else "")
                       for d in ledgers})
     return (f"seeds {', '.join(str(d['seed']) for d in ledgers)} of profile {profile}, "
             f"commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}")
 
 
-def chapter_section(slug: str, profile: str, seeds: list[int]) -> str:
-    """The Markdown section shown under a chapter's ledger when more than one seed's ledger is current."""
-    rows = across_seeds(slug, profile, seeds)
+def chapter_section(slug: str, profile: str, seeds: list[int], ledgers: list[dict[str, Any]] | None = None,
+                    source: str = "") -> str:
+    """The Markdown section shown under a chapter's ledger when more than one seed's ledger is current.
+    ``ledgers`` and ``source`` (a sentence saying where they come from) show the shipped reference ledgers."""
+    rows = across_seeds(slug, profile, seeds, ledgers)
     if not rows or rows[0]["n"] < 2:
         return ""
     out = ["### Across seeds", "",
-           f"The same notebook, full parameters unchanged, at every seed: {provenance_text(slug, profile, seeds)}. "
-           "A verdict that differs between seeds is marked *seed-dependent*; numbers are means ± 95% CI over seeds.",
+           f"The same notebook, full parameters unchanged, at every seed: {provenance_text(slug, profile, seeds, ledgers)}. "
+           + (source + " " if source else "")
+           + "A verdict that differs between seeds is marked *seed-dependent*; numbers are means ± 95% CI over seeds.",
            "", "| control or claim | seed 0 | across seeds | numbers over seeds |", "|---|---|---|---|"]
     for r in rows:
         name = r["name"].replace("|", "\\|")

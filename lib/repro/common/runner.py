@@ -35,7 +35,7 @@ MALLOC_TRIM = "MALLOC_TRIM_THRESHOLD_"  # see execute()
 #: Modules of ``repro.common`` that build the site or drive runs but never run inside a notebook: changing
 #: them does not change a chapter's results, so they stay out of :func:`inputs_hash`.
 BUILD_ONLY = frozenset({"runner.py", "book.py", "cli.py", "sweep.py", "nbtools.py", "cluster.py", "robustness.py", "timing.py",
-                        "exercises.py"})
+                        "exercises.py", "reference.py", "crosscheck.py"})
 
 
 class RunError(RuntimeError):
