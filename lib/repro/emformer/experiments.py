@@ -261,7 +261,7 @@ def run_experiment(cfg: Config, progress=print) -> Experiment:
     x0, y = D.truth(ds.test, ds.test_ic, L)
     xv, yv = D.truth(ds.val, ds.val_ic, L)
     lv = min(4, L)
-    # skill floors and the perfect-model twin (control K2a)
+    # skill floors and the perfect-model twin (reported beside control K2; it no longer decides it)
     exp.refs["persistence"] = scores(np.repeat(x0[:, None], L, 1), y, w_lat, exp.thr, cfg.csi_lead)
     exp.refs["climatology"] = scores(np.zeros_like(y), y, w_lat, exp.thr, cfg.csi_lead)
     t = time.perf_counter()

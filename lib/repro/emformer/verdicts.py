@@ -22,8 +22,8 @@ from repro.common import compare_paired
 
 THRESHOLDS = {
     "K1_pers": 0.6, "K1_clim": 0.3,            # lead-1 RMSE <= 0.6 × persistence and <= 0.3 × climatology
-    "K2_twin_clim": 0.7, "K2_twin_csi": 0.3,   # twin: lead-L RMSE <= 0.7 × climatology, lead-8 CSI95 >= 0.3
-    "K2_acc": 0.3,                             # some compared model's ACC >= 0.3 at the long lead
+    "K2_acc": 0.3,                             # the best compared model's ACC >= 0.3 at the long lead, and above
+                                               # persistence's ACC there in every seed (the twin is reported only)
     "K3_mem_ratio": 3.0,                       # BPTT saved bytes K=8 >= 3 × K=2
     "K4_s": 0.5, "K4_w": 0.05,                 # max |s_c| >= 0.5 or max w(t) >= 0.05
     "C1_frac": 2 / 3,
@@ -61,9 +61,11 @@ CLAIMS = {
 CONTROLS = {
     "K1": "Short-lead skill: at lead 1 each pretrained model (EMFormer, EMFormer-MSE, ViT) has h-RMSE <= 0.6 × "
           "persistence and <= 0.3 × climatology, in every seed.",
-    "K2": "The long lead is informative: (a) a perfect-model twin (same state, other pulse draws) has lead-20 "
-          "RMSE <= 0.7 × climatology and lead-8 CSI95 >= 0.3; (b) some compared model reaches ACC >= 0.3 at "
-          "that lead.",
+    "K2": "The long lead is informative: the best compared model reaches ACC >= 0.3 at the long lead (if not at "
+          "20, the largest lead where one does) and beats persistence's ACC there in every seed (an untrained "
+          "model is persistence and fails). The perfect-model twin is reported beside it, not decided: the "
+          "simulator from the true state with other pulse draws has lead-20 RMSE ≈ 0.01 × climatology, so a "
+          "bound on it could not fail (issue 46).",
     "K3": "Fine-tuning is exercised: accumulative FT and BPTT each change lead-4 validation RMSE vs pretrain-only "
           "beyond seed noise (paired CI); BPTT saved bytes at K = 8 >= 3 × at K = 2.",
     "K4": "The composite differs from MSE: after pretraining, max_c |s_c| >= 0.5 or max w(t) >= 0.05.",
@@ -110,17 +112,33 @@ def k1(rmse1: dict[str, Sequence[float]], pers1: float, clim1: float) -> dict:
                 "climatology, every model and seed", numbers=nums, reason=reason)
 
 
-def k2(twin_rmse: float, clim_rmse: float, twin_csi: float, best_acc: float, best_model: str, lead: int,
-       csi_lead: int) -> dict:
-    a_ok = twin_rmse <= T["K2_twin_clim"] * clim_rmse and twin_csi >= T["K2_twin_csi"]
-    b_ok = best_acc >= T["K2_acc"]
-    nums = {f"twin lead-{lead} RMSE": twin_rmse, f"climatology lead-{lead} RMSE": clim_rmse,
-            f"twin lead-{csi_lead} CSI95": twin_csi, f"best lead-{lead} ACC": best_acc, "best model": best_model}
-    reason = (f"(a) the twin's lead-{lead} RMSE is {twin_rmse:.3f} = {twin_rmse / clim_rmse:.2f} × climatology "
-              f"(limit {T['K2_twin_clim']}) and its lead-{csi_lead} CSI95 {twin_csi:.2f} (limit {T['K2_twin_csi']}); "
-              f"(b) the best lead-{lead} ACC is {best_acc:.2f} ({best_model}; limit {T['K2_acc']})")
-    return dict(holds=bool(a_ok and b_ok), threshold="twin RMSE <= 0.7 × climatology, twin CSI95 >= 0.3, "
-                "best model ACC >= 0.3 at the long lead", numbers=nums, reason=reason)
+def k2(best_acc: Sequence[float], pers_acc: float, best_model: str, lead: int, twin: dict | None = None) -> dict:
+    """Per seed, the lead-``lead`` ACC of the best compared model (by seed-mean ACC there); persistence's ACC at
+    that lead. ``twin``: the perfect-model twin's numbers ({"rmse", "clim_rmse", "csi", "csi_lead"}), reported
+    only: it could not fail (RMSE ≈ 0.01 × climatology at lead 20; issue 46), so it no longer decides K2."""
+    a = np.asarray(best_acc, float)
+    a_ok = bool(a.size and a.mean() >= T["K2_acc"])
+    beats = int((a > pers_acc).sum())
+    b_ok = bool(a.size and beats == a.size)
+    nums = {f"best lead-{lead} ACC": float(a.mean()), "best model": best_model,
+            f"best lead-{lead} ACC per seed": a.tolist(), f"persistence lead-{lead} ACC": float(pers_acc),
+            "seeds above persistence": f"{beats} of {a.size}"}
+    if twin:
+        nums.update({f"twin lead-{lead} RMSE (reported)": twin["rmse"],
+                     f"climatology lead-{lead} RMSE": twin["clim_rmse"],
+                     f"twin lead-{twin['csi_lead']} CSI95 (reported)": twin["csi"]})
+    bad = []
+    if not a_ok:
+        bad.append(f"the best lead-{lead} ACC is {a.mean():.2f} ({best_model}; needs >= {T['K2_acc']})")
+    if not b_ok:
+        bad.append(f"{best_model} beats persistence's lead-{lead} ACC {pers_acc:.3f} in only {beats} of {a.size} "
+                   f"seeds (per seed {', '.join(f'{x:.3f}' for x in a)}): the models add no skill over the trivial "
+                   "forecast at the long lead")
+    reason = "; ".join(bad) if bad else (
+        f"{best_model} reaches ACC {a.mean():.2f} at lead {lead} (limit {T['K2_acc']}) and beats persistence's "
+        f"{pers_acc:.3f} in every seed ({', '.join(f'{x:.3f}' for x in a)})")
+    return dict(holds=a_ok and b_ok, threshold=f"best model's lead-{lead} ACC >= {T['K2_acc']} (seed mean) and > "
+                "persistence's ACC in every seed", numbers=nums, reason=reason)
 
 
 def k3(val_acc: Sequence[float], val_bptt: Sequence[float], val_pre: Sequence[float],
