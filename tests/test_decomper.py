@@ -10,6 +10,7 @@ import torch
 
 from repro.common import ConfigError
 from repro import decomper as D
+from repro.decomper import experiments as ex
 from repro.decomper import verdicts as V
 
 
@@ -320,6 +321,99 @@ def test_the_dense_checkpoint_does_not_depend_on_the_master_seed():
     assert D.base_key(a, "x") != D.base_key(D.Config.from_profile("full", base_seed=1), "x")
 
 
+# ----------------------------------------------------------------------------- negative twins (issue 41)
+
+@pytest.fixture(scope="module")
+def blind_lm():
+    """An untrained dense model (the chapter's own initialisation, smoke shapes) and a small code-like byte corpus
+    with brackets and quotes, split like the chapter's data: the apparatus with the training taken out."""
+    r = np.random.default_rng(0)
+    words = ["foo", "bar", "x", "y", "self", "data", "key", "val"]
+    lines = []
+    for i in range(1500):
+        a, b = r.choice(words, 2)
+        lines.append([f"{a}({b}[{i % 10}])\n", f"{a} = '{b}'\n", f'{a}["{b}"] = ({b}, {a})\n',
+                      f"return [{a}, {b}]\n"][i % 4])
+    data = np.frombuffer("".join(lines).encode(), dtype=np.uint8)
+    n = len(data)
+    splits = {"calib": data[int(0.8 * n):int(0.9 * n)], "test": data[int(0.9 * n):]}
+    cfg = D.Config.from_profile("smoke", seq_len=32)
+    torch.manual_seed(0)
+    return cfg, D.build_model(cfg).eval(), splits
+
+
+@pytest.mark.negative_twin("K1")
+def test_k1_fails_for_an_untrained_dense_model(blind_lm):
+    """The notebook's K1 measurement (per-window test loss of dense and of SVD-LLM at the headline ratio) on an
+    untrained dense model: its loss is log 256 ≈ 5.5 nats/byte, above 0.8 × the unigram entropy, and compressing
+    noise costs nothing, so K1 must fail for both reasons."""
+    from repro.decomper.data import eval_windows, unigram_entropy
+    cfg, dense, splits = blind_lm
+    W = eval_windows(splits["test"], cfg.seq_len, 64)
+    x = ex.calib_windows(cfg, splits["calib"], 0)[:, :-1]
+    none = D.compress_model(dense, "svdllm", cfg.headline_ratio, x)
+    r = V.k1(D.test_loss(dense, W), unigram_entropy(splits["test"]), {"svdllm 40 %": D.test_loss(none, W)})
+    assert not r["holds"]
+    assert r["numbers"]["dense / unigram"] > 1.5 and r["numbers"]["smallest gap"] < V.T["K1_min_gap"]
+    assert "undertrained" in r["reason"]
+
+
+@pytest.mark.negative_twin("K2")
+def test_k2_fails_when_the_fitter_is_given_another_models_targets(tiny):
+    """The refit fitted against the block trajectory of a different network (targets shuffled across models: the
+    fitter cannot see the dense model it is meant to match) must not cut the in-sample fit error; the same code with
+    the right targets does cut it."""
+    model, xy = tiny
+    x = xy[:, :-1]
+    torch.manual_seed(1)
+    other = D.LlamaLM(3, 16, 2, 24, 12)
+    for p in other.parameters():
+        if p.ndim == 2:
+            torch.nn.init.normal_(p, std=0.3)
+    other.eval()
+    none = D.compress_model(model, "svdllm", 0.4, x)
+    fit_none = D.drift_profile(none, model, x)["fit_sq"]
+
+    def k2_of(target):
+        refit = D.decomper(none, target, x, "refit")
+        return V.k2(D.test_loss(model, xy), D.test_loss(none, xy), D.test_loss(refit, xy), fit_none,
+                    D.drift_profile(refit, model, x)["fit_sq"])
+    blind, real = k2_of(other), k2_of(model)
+    assert not blind["holds"] and blind["numbers"]["fit error cut"] < 0 and "fit error" in blind["reason"]
+    assert real["numbers"]["fit error cut"] > 0.2
+
+
+@pytest.mark.negative_twin("K3")
+def test_k3_fails_for_an_untrained_dense_model(blind_lm):
+    """The bracket/quote probe (closing_probe items, probe_correct) answered by an untrained dense model and its
+    SVD-LLM compression: accuracy is near chance and compression costs nothing, so K3 must fail."""
+    from repro.decomper.data import closing_probe
+    cfg, dense, splits = blind_lm
+    ctx, tgt, alt = closing_probe(splits["test"], 400, cfg.seq_len)
+    x = ex.calib_windows(cfg, splits["calib"], 0)[:, :-1]
+    none = D.compress_model(dense, "svdllm", cfg.headline_ratio, x)
+    refit = D.decomper(none, dense, x, "refit")
+    r = V.k3(*(D.probe_correct(m, ctx, tgt, alt) for m in (dense, none, refit)))
+    assert not r["holds"] and r["numbers"]["dense acc"] < 0.5 + V.T["K3_above_chance"]
+    assert "above chance" in r["reason"]
+
+
+@pytest.mark.negative_twin("K4")
+def test_k4_fails_when_the_residual_branches_are_kept(tiny):
+    """K4's measurement (block 1 compressed by SVD-LLM, drift_profile) on the dense model with the residual
+    branches of blocks 2..L left in place: the error is no longer merely carried, so both ratios leave 1 and K4 must
+    fail; pure_carry (branches zeroed) on the same model passes."""
+    model, xy = tiny
+    x = xy[:, :-1]
+    cfg = D.Config.from_profile("smoke")
+    comp = D.compress_model(model, "svdllm", cfg.headline_ratio, x, blocks=[0])
+    p = D.drift_profile(comp, model, x)
+    blind = V.k4(p["abs"][-1] / p["local"][0], p["abs"][-1] / p["vec_sum_local"][-1])
+    assert not blind["holds"] and blind["numbers"]["largest |ratio − 1|"] > 0.1
+    carry = ex.pure_carry(model, x, x, cfg)
+    assert V.k4(carry["ratio_to_delta1"], carry["ratio_to_vec_sum"])["holds"]
+
+
 # Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
 # chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
-NEGATIVE_TWINS_PENDING = ('K1', 'K2', 'K3', 'K4')
+NEGATIVE_TWINS_PENDING = ()
