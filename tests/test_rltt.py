@@ -428,9 +428,11 @@ def test_k2_passes_when_grpo_moves_beyond_twice_its_ci_and_fails_otherwise():
     assert not V.k2([.46, .461, .459, .46, .462], sft, 0.9)["holds"]         # moved, but down
     assert not V.k2([.49], sft, 0.9)["holds"]
     # sharpening: GRPO beats SFT at the rollout τ clearly, but not the re-tempered SFT model
-    sharp = V.k2([.465, .466, .464, .465, .466], sft, 0.9)
+    sharp = V.k2([.465, .466, .464, .465, .466], sft, 0.9, [.45] * 5)
     assert not sharp["holds"] and "re-tempering" in sharp["reason"]
     assert sharp["numbers"]["GRPO gain over SFT at rollout τ (points)"] > 2
+    greedy = V.k2([.465, .466, .464, .465, .466], sft, 0.9, [.47, .471, .469, .47, .472])   # a greedy gain suffices
+    assert greedy["holds"] and greedy["numbers"]["greedy gain / half-width"] > 2
 
 
 GRPO_S = np.array([.490, .492, .488, .491, .489])
@@ -559,12 +561,14 @@ def test_k2_fails_when_rl_is_off_or_only_sharpens(tiny_sft):
                                        n_samples=cfg.n_eval_samples, generator=gen).mean())
 
     assert by_tau[f"{tau:g}"] == primary(sft, 0)              # common random numbers with the primary metric
-    off = V.k2([primary(sft, s) for s in (1, 2, 3)], by_tau, tau)
+    off = V.k2([primary(sft, s) for s in (1, 2, 3)], by_tau, tau, [by_tau["greedy"]] * 3)
     assert not off["holds"], off["reason"]
     sharp_model = _sharpened(sft, tau / 0.5)
     sharp = [primary(sharp_model, 0)] * 3
     assert sharp[0] == pytest.approx(by_tau["0.5"], abs=0.02)  # sharpening == re-tempering
-    r = V.k2(sharp, by_tau, tau)
+    sharp_greedy = float(rl.task_a_correct(sharp_model, hard, cfg.max_new_tokens).mean())
+    assert sharp_greedy == by_tau["greedy"]                   # sharpening leaves greedy decoding unchanged
+    r = V.k2(sharp, by_tau, tau, [sharp_greedy] * 3)
     assert not r["holds"] and r["numbers"]["GRPO gain over best-τ SFT (points)"] <= 2.0
     if by_tau["0.5"] > by_tau[f"{tau:g}"]:                     # the old rule (vs SFT at τ) would pass it
         assert sharp[0] - by_tau[f"{tau:g}"] > 0

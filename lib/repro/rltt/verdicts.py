@@ -18,8 +18,9 @@ Rules.
   loops carry a graded computation that trajectory credit (C3) can act on. **K2**: GRPO's mean gain over SFT
   on the primary metric exceeds twice the half-width of its 95 % CI over seeds, i.e. RL moves the policy well
   beyond seed noise (the card's "GRPO's own gain is inside its CI" rule, made a guard for holds and fails alike),
-  measured against the SFT model at its best temperature (greedy or re-tempered, issue 46), so that sharpening
-  alone, which re-tempering the SFT model reproduces, does not pass it.
+  measured against the SFT model at its best temperature (greedy or re-tempered), or greedy against greedy
+  (issue 46), so that sharpening alone, which re-tempering reproduces and which leaves greedy decoding unchanged,
+  does not pass it.
   C1, C3, C4, C5 need K2; C3 also needs K1.
 * C1, C3 (the card's "in >= 4 of 5 seeds"): hold only when RLTT wins in >= ceil(0.8 n) seeds *and* the paired
   comparison (:func:`repro.common.compare_paired`) says ``better``; with the controls passed, anything else
@@ -79,9 +80,10 @@ CONTROLS = {
     "K1": "Loops matter: after SFT, per-loop accuracy on the hard split (decoding every token with only t loops) "
           "rises strictly through the loops t = 1..T_max, by >= 3 points from the first loop to the last "
           "(greedy and sampled).",
-    "K2": "RL moves the policy beyond sharpening: GRPO's mean gain on the primary metric (sampled hard accuracy "
-          "at τ) over the SFT model at its best temperature (greedy, or re-tempered to τ ∈ {0.3, 0.5, 0.7, τ}) "
-          "exceeds twice the half-width of its 95 % CI over seeds.",
+    "K2": "RL moves the policy beyond sharpening: GRPO's mean gain exceeds twice the half-width of its 95 % CI "
+          "over seeds either (i) on the primary metric (sampled hard accuracy at τ) against the SFT model at its "
+          "best temperature (greedy, or re-tempered to τ ∈ {0.3, 0.5, 0.7, τ}), or (ii) greedy against greedy "
+          "(re-tempering leaves greedy decoding unchanged).",
 }
 
 
@@ -146,40 +148,60 @@ def k1(per_loop_greedy: Sequence[float], per_loop_sampled: Sequence[float]) -> d
                 numbers=numbers, reason="; ".join(k for k, ok in checks.items() if not ok))
 
 
-def k2(grpo_primary: Sequence[float], sft_by_tau: dict[str, float], rollout_tau: float) -> dict:
-    """GRPO's per-seed primary metric (sampled hard accuracy at the rollout τ) and the SFT model's hard accuracy
-    greedy and re-tempered (:func:`repro.rltt.evaluate.sft_by_temperature`; the same checkpoint for every seed).
-
-    Temperature-aware (issue 46): GRPO's gain is measured against the SFT model at *its best* temperature, so RL
-    that only sharpens the sampling distribution (which lowering the SFT model's temperature reproduces) does not
-    count as moving the policy."""
-    best_key = max(sft_by_tau, key=lambda k: sft_by_tau[k])
-    sft_best = float(sft_by_tau[best_key])
-    sft_roll = float(sft_by_tau.get(f"{float(rollout_tau):g}", float("nan")))
-    best_txt = "greedy" if best_key == "greedy" else f"τ = {best_key}"
-    gain = np.asarray(grpo_primary, float) - sft_best
+def _gain(values: Sequence[float], ref: float) -> tuple[float, float, bool, float]:
+    """Mean gain over ``ref``, its 95 % CI half-width over seeds, whether mean > K2_ci_multiple × half-width,
+    and gain / half-width."""
+    gain = np.asarray(values, float) - float(ref)
     n = gain.size
     m, h = mean_ci(gain) if n > 1 else (float(gain.mean()) if n else float("nan"), float("inf"))
     m, h = float(m), float(h)
     ok = bool(n > 1 and math.isfinite(h) and m > T["K2_ci_multiple"] * h)
-    ratio = m / h if n > 1 and h > 0 else float("nan")
+    return m, h, ok, (m / h if n > 1 and h > 0 else float("nan"))
+
+
+def k2(grpo_primary: Sequence[float], sft_by_tau: dict[str, float], rollout_tau: float,
+       grpo_greedy: Sequence[float] | None = None) -> dict:
+    """GRPO's per-seed primary metric (sampled hard accuracy at the rollout τ) and greedy hard accuracy; the SFT
+    model's hard accuracy greedy and re-tempered (:func:`repro.rltt.evaluate.sft_by_temperature`; the same
+    checkpoint for every seed).
+
+    Temperature-aware (issue 46): RL that only sharpens the sampling distribution is reproduced by lowering the
+    SFT model's temperature, and it leaves greedy decoding unchanged. So K2 holds when GRPO beats the SFT model
+    (i) on the primary metric against the SFT model at *its best* temperature, or (ii) greedy against greedy,
+    each by more than twice the 95 % CI half-width of the gain over seeds."""
+    best_key = max(sft_by_tau, key=lambda k: sft_by_tau[k])
+    sft_best = float(sft_by_tau[best_key])
+    sft_roll = float(sft_by_tau.get(f"{float(rollout_tau):g}", float("nan")))
+    best_txt = "greedy" if best_key == "greedy" else f"τ = {best_key}"
+    n = len(grpo_primary)
+    m, h, ok_s, ratio = _gain(grpo_primary, sft_best)
     naive = float(np.mean(grpo_primary)) - sft_roll if n else float("nan")
-    head = (f"GRPO at τ = {float(rollout_tau):g} gains {_pts(m)} points over the SFT model at its best temperature "
-            f"({best_txt}: {100 * sft_best:.2f} %; {_pts(naive)} points over SFT at τ = {float(rollout_tau):g}), "
-            f"95 % CI half-width {100 * h:.2f} over {n} seed(s) (gain/half-width {ratio:.2f})")
+    tau = f"{float(rollout_tau):g}"
+    txt_s = (f"(i) GRPO at τ = {tau} gains {_pts(m)} points over the SFT model at its best temperature ({best_txt}: "
+             f"{100 * sft_best:.2f} %; {_pts(naive)} points over SFT at τ = {tau}), 95 % CI half-width {100 * h:.2f} "
+             f"(gain/half-width {ratio:.2f})")
+    ok_g, nums_g, txt_g = False, {}, "(ii) GRPO's greedy accuracy was not given"
+    if grpo_greedy is not None:
+        mg, hg, ok_g, rg = _gain(grpo_greedy, sft_by_tau["greedy"])
+        nums_g = {"GRPO greedy gain (points)": 100 * mg, "greedy CI half-width (points)": 100 * hg,
+                  "greedy gain / half-width": rg, "GRPO greedy per seed": np.asarray(grpo_greedy, float).tolist()}
+        txt_g = (f"(ii) greedy, GRPO gains {_pts(mg)} points over SFT's {100 * sft_by_tau['greedy']:.2f} %, 95 % CI "
+                 f"half-width {100 * hg:.2f} (gain/half-width {rg:.2f})")
+    ok = ok_s or ok_g
+    head = f"over {n} seed(s): {txt_s}; {txt_g}"
     if n < 2:
         reason = f"{n} seed: no CI over seeds"
     elif ok:
-        reason = head + f" > {T['K2_ci_multiple']:g}: RL moved the policy beyond re-tempering and seed noise"
+        reason = head + f"; at least one > {T['K2_ci_multiple']:g}: RL moved the policy beyond re-tempering"
     else:
-        reason = (head + f" <= {T['K2_ci_multiple']:g}: RL did not move the policy clearly beyond what re-tempering "
-                  "the SFT model gives (sharpening), and seed noise")
-    return dict(holds=ok, threshold=f"mean gain over SFT at its best temperature > {T['K2_ci_multiple']:g} × 95 % "
-                                    "CI half-width over seeds",
+        reason = (head + f"; neither > {T['K2_ci_multiple']:g}: RL did not move the policy clearly beyond what "
+                  "re-tempering the SFT model gives (sharpening), and seed noise")
+    return dict(holds=ok, threshold=f"gain > {T['K2_ci_multiple']:g} × 95 % CI half-width over seeds, (i) sampled at "
+                                    "τ vs SFT at its best temperature, or (ii) greedy vs greedy",
                 numbers={"GRPO gain over best-τ SFT (points)": 100 * m, "CI half-width (points)": 100 * h,
                          "gain / half-width": ratio, "seeds": n, "SFT best temperature": best_key,
                          "GRPO gain over SFT at rollout τ (points)": 100 * naive,
-                         "GRPO per seed": np.asarray(grpo_primary, float).tolist(),
+                         "GRPO per seed": np.asarray(grpo_primary, float).tolist(), **nums_g,
                          **{f"SFT at {k}": float(v) for k, v in sft_by_tau.items()}},
                 reason=reason)
 
