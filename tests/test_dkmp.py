@@ -381,10 +381,13 @@ def _ev(maes: dict[str, list[float]], main="test256", extra=None):
 def test_k1_passes_and_fails():
     ok = pd.DataFrame([{"model": "DKMP", "cluster": c, "layer": l, "centres": n}
                        for c in range(4) for l, n in ((1, 12), (2, 5))])
-    assert V.k1(ok)["holds"]
+    routes = pd.DataFrame([{"model": "DKMP", "cluster": c, "unshared": 0.6, "largest star": 0.3} for c in range(4)])
+    assert V.k1(ok, routes)["holds"]
     bad = ok.assign(centres=np.where(ok.layer == 2, 1, 12))
-    out = V.k1(bad)
+    out = V.k1(bad, routes)
     assert not out["holds"] and "1.0" in out["reason"]
+    hubs = V.k1(ok, routes.assign(unshared=0.01, **{"largest star": 0.95}))
+    assert not hubs["holds"] and "share no star" in hubs["reason"]
 
 
 def test_k2_passes_and_fails():
@@ -472,6 +475,68 @@ def test_c5_holds_and_fails():
     assert not out["holds"] and out["reason"].endswith("failed: energy")
 
 
+# ----------------------------------------------------------------------------- negative twins (issue 41)
+
+def _routing_data(sizes, seed=0):
+    return {"train": {"pos": [make_cluster(n, np.random.default_rng(seed + k))[0] for k, n in enumerate(sizes)]}}
+
+
+@pytest.mark.negative_twin("K1")
+def test_k1_fails_on_global_hubs_and_passes_on_routing_stars():
+    """K1's measurement (star_centres, star_routing) on fcc balls of the training sizes. (a) Stars as one global
+    hub (s1 = 20σ: one centre, one star holding every atom) fail. (b) The chapter's own scales (s1 = 1.35σ, d = 2)
+    on 64-128-atom clusters pass the old centre count but their last-layer stars hold 75-100 % of a cluster, so
+    almost every pair shares one: K1 fails (issue 46). (c) Scales that route (s1 = 0.675σ on N = 256) pass."""
+    from repro.dkmp.experiments import star_centres, star_routing
+    small = _routing_data((64, 96, 128))
+    hub = Config.from_profile("smoke", s1=20.0)
+    r = V.k1(star_centres(hub, small), star_routing(hub, small))
+    assert not r["holds"] and r["numbers"]["DKMP last layer: pairs sharing no star"] == 0.0
+    real = Config.from_profile("full")
+    cen = star_centres(real, small)
+    assert cen.groupby(["model", "layer"]).centres.mean().min() >= V.T["K1_min_centres"]   # the old K1 passed
+    r = V.k1(cen, star_routing(real, small))
+    assert not r["holds"] and r["numbers"]["DKMP last layer: pairs sharing no star"] < 0.05
+    big = _routing_data((256, 256))
+    fine = Config.from_profile("full", s1=0.675)
+    assert V.k1(star_centres(fine, big), star_routing(fine, big))["holds"]
+
+
+@pytest.fixture(scope="module")
+def k2_apparatus():
+    """Tiny training and held-out sets (N = 32) and the exact potential cut at r_local on the held-out set."""
+    from repro.dkmp.experiments import truncated_reference
+    cfg = Config.from_profile("smoke", n_atoms_train=(32,), n_atoms_test=(32,), n_seeds=1, train_steps=1,
+                              lr=1e-12)
+    hold = sample_dataset(6, 32, seed=5, burn_in=200)
+    data = {"train": sample_dataset(4, 32, seed=4, burn_in=200), "holdout": hold, "test32": hold,
+            "sets": ["train", "holdout"]}
+    return cfg, data, truncated_reference(data, cfg.r_local, 4.0, cfg.lam)
+
+
+@pytest.mark.negative_twin("K2")
+def test_k2_fails_for_untrained_models(k2_apparatus):
+    """DKMP, DKMP-nodilation and SchNet-local through train_models/evaluate_models with one step at lr 1e-12
+    (untrained): their force MAE is far above the truncated exact potential's, so K2 must fail."""
+    from repro.dkmp.experiments import evaluate_models, train_models
+    cfg, data, trunc = k2_apparatus
+    names = ("DKMP", "DKMP-nodilation", "SchNet-local")
+    ev, _ = evaluate_models(cfg, data, train_models(cfg, data, names=names, use_cache=False))
+    r = V.k2(ev, trunc)
+    assert not r["holds"] and all(n in r["reason"] for n in names)
+    assert r["numbers"]["force MAE DKMP"] > 2 * r["numbers"]["force MAE exact cut at r_local"]
+
+
+@pytest.mark.negative_twin("K3")
+def test_k3_fails_for_an_untrained_dense_baseline(k2_apparatus):
+    """The same for SchNet-wide (K3): untrained, it does not beat the truncated exact potential."""
+    from repro.dkmp.experiments import evaluate_models, train_models
+    cfg, data, trunc = k2_apparatus
+    ev, _ = evaluate_models(cfg, data, train_models(cfg, data, names=("SchNet-wide",), use_cache=False))
+    r = V.k2(ev, trunc, models=("SchNet-wide",))
+    assert not r["holds"] and "SchNet-wide" in r["reason"]
+
+
 # Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
 # chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
-NEGATIVE_TWINS_PENDING = ('K1', 'K2', 'K3')
+NEGATIVE_TWINS_PENDING = ()

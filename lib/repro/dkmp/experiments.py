@@ -33,7 +33,7 @@ from repro.common.paths import cache_dir
 from .analysis import density, energy_deviation, max_excursion, radius_of_gyration, rdf, rdf_l1
 from .bench import make_spec, timing_sweeps
 from .models import DKMP, EnergyModel, SchNet, n_params
-from .neighbors import poisson_disk_centres
+from .neighbors import poisson_disk_centres, star_membership
 from .potentials import Potential, force_tail_fraction, lj_tail_full
 from .simulate import DT, T_SAMPLE, MDResult, maxwell_boltzmann, sample_dataset, velocity_verlet
 from .train import fit, metrics, predict, to_dataset
@@ -41,7 +41,8 @@ from .verdicts import THRESHOLDS
 
 __all__ = [
     "MODELS", "CLAIM_MODELS", "TIMED", "THRESHOLDS", "model_spec", "make_model", "make_data", "train_models",
-    "evaluate_models", "set_label", "star_centres", "truncated_reference", "timing_sizes", "timing_study",
+    "evaluate_models", "set_label", "star_centres", "star_routing", "unshared_pair_share", "truncated_reference",
+    "timing_sizes", "timing_study",
     "time_ratios", "md_study", "LearnedPotential",
 ]
 
@@ -237,6 +238,34 @@ def star_centres(cfg, data: dict[str, Any], set_name: str = "train") -> pd.DataF
             for l, s_ in enumerate(scales):
                 rows.append({"model": name, "cluster": c, "n_atoms": len(p), "layer": l + 1, "scale": s_,
                              "centres": len(poisson_disk_centres(p, s_))})
+    return pd.DataFrame(rows)
+
+
+def unshared_pair_share(pos: np.ndarray, centres: np.ndarray, radius: float) -> tuple[float, float]:
+    """(share of the atom pairs i < j that share no star, largest star's share of the atoms) for the stars of
+    ``radius`` around ``centres``. A global hub (one star holding every atom) gives (0, 1)."""
+    a, k, _ = star_membership(pos, centres, radius)
+    M = np.zeros((len(pos), len(centres)), dtype=np.float64)
+    M[a, k] = 1.0
+    shared = (M @ M.T) > 0
+    iu = np.triu_indices(len(pos), 1)
+    return float(1.0 - shared[iu].mean()), float(M.sum(0).max() / len(pos))
+
+
+def star_routing(cfg, data: dict[str, Any], set_name: str = "train") -> pd.DataFrame:
+    """Control K1's routing measurement: per cluster of a set and for the *last* star layer of DKMP and of
+    DKMP-nodilation, the share of atom pairs that share no star of that layer (pairs that can only exchange
+    messages through other layers) and the largest star's share of the cluster."""
+    rows = []
+    for name in ("DKMP", "DKMP-nodilation"):
+        _, kw = model_spec(name, cfg)
+        if kw["n_star"] == 0:
+            continue
+        s_ = kw["s1"] * kw["dilation"] ** (kw["n_star"] - 1)
+        for c, p in enumerate(data[set_name]["pos"]):
+            un, big = unshared_pair_share(p, poisson_disk_centres(p, s_), 1.5 * s_)
+            rows.append({"model": name, "cluster": c, "n_atoms": len(p), "layer": kw["n_star"], "scale": s_,
+                         "unshared": un, "largest star": big})
     return pd.DataFrame(rows)
 
 

@@ -7,8 +7,11 @@ computed from the numbers; the thresholds are the card's (:data:`THRESHOLDS`), n
 
 Controls (issue 15): could this run see an effect of the claims' kind?
 
-* **K1** the star layers are exercised: in every star layer of DKMP and of DKMP-nodilation, the training
-  clusters have on average ≥ 4 centres (with one centre a star layer is a global hub, not star routing).
+* **K1** the star layers route (issues 15, 46): in every star layer of DKMP and of DKMP-nodilation, the training
+  clusters have on average ≥ 4 centres, *and* in the last star layer of each model at least half of the atom
+  pairs of a training cluster (mean over the clusters) share no star. Counting centres alone cannot fail on
+  global hubs: five stars that each hold 75–97 % of a cluster pass it while every pair shares a star, so the
+  layer broadcasts instead of routing.
 * **K2** training worked for the star models and the local baseline: DKMP, DKMP-nodilation and SchNet-local
   each have a lower seed-mean force MAE on held-out clusters of the training sizes than the exact potential
   truncated at the local cutoff.
@@ -34,6 +37,7 @@ from repro.common.stats import loglog_slope
 THRESHOLDS = {
     "gate_tail_share": 0.05,
     "K1_min_centres": 4.0,
+    "K1_min_unshared": 0.5,     # share of training-cluster atom pairs sharing no last-layer star (issue 46)
     "C1_ratio": 0.8, "C1_param_tol": 0.15, "C1_seeds": 3,
     "C2_ratio": 1.3,
     "C3_edge_ratio": 1.3, "C3_slope": (0.85, 1.2), "C3_slope_min_n": 2000, "C3_speedup": 5.0, "C3_memratio": 5.0,
@@ -68,8 +72,9 @@ CLAIMS = {
 }
 
 CONTROLS = {
-    "K1": "The star layers are exercised: mean star centres per training cluster >= 4 in every star layer of "
-          "DKMP and DKMP-nodilation.",
+    "K1": "The star layers route: mean star centres per training cluster >= 4 in every star layer of DKMP and "
+          "DKMP-nodilation, and in the last star layer of each at least half of a training cluster's atom pairs "
+          "(mean over clusters) share no star (global hubs fail).",
     "K2": "Training worked: DKMP, DKMP-nodilation and SchNet-local each beat the exact potential truncated at the "
           "local cutoff (2.5 sigma) on held-out clusters of the training sizes (seed-mean force MAE).",
     "K3": "Training worked for the dense baseline: SchNet-wide beats the exact potential truncated at the local "
@@ -91,18 +96,34 @@ def _seeds_why(n: int) -> str | None:
 
 # ----------------------------------------------------------------------------- controls
 
-def k1(centres: pd.DataFrame) -> dict[str, Any]:
-    """``centres``: rows (model, cluster, layer, centres) over the training clusters."""
+def k1(centres: pd.DataFrame, routing: pd.DataFrame) -> dict[str, Any]:
+    """``centres``: rows (model, cluster, layer, centres) over the training clusters; ``routing``: rows (model,
+    cluster, unshared, largest star) of the last star layer (:func:`repro.dkmp.experiments.star_routing`)."""
     m = centres.groupby(["model", "layer"]).centres.mean()
-    numbers = {f"{mod} layer {l} mean centres": float(v) for (mod, l), v in m.items()}
-    worst = m.idxmin()
-    ok = bool(m.min() >= T["K1_min_centres"])
-    reason = (f"every star layer has >= {T['K1_min_centres']:g} centres per training cluster on average "
-              f"(fewest: {worst[0]} layer {worst[1]}, {m.min():.1f})" if ok else
-              f"{worst[0]} layer {worst[1]} has {m.min():.1f} centres per training cluster on average "
-              f"(< {T['K1_min_centres']:g}): that layer acts as a global hub, not star routing")
-    return {"holds": ok, "threshold": f"mean centres per training cluster >= {T['K1_min_centres']:g} in every "
-                                      "star layer", "numbers": numbers, "reason": reason}
+    u = routing.groupby("model").unshared.mean()
+    big = routing.groupby("model")["largest star"].mean()
+    numbers = ({f"{mod} layer {l} mean centres": float(v) for (mod, l), v in m.items()}
+               | {f"{mod} last layer: pairs sharing no star": float(v) for mod, v in u.items()}
+               | {f"{mod} last layer: largest star's share of the cluster": float(v) for mod, v in big.items()})
+    worst, uworst = m.idxmin(), u.idxmin()
+    fails = []
+    if not m.min() >= T["K1_min_centres"]:
+        fails.append(f"{worst[0]} layer {worst[1]} has {m.min():.1f} centres per training cluster on average "
+                     f"(< {T['K1_min_centres']:g})")
+    if not u.min() >= T["K1_min_unshared"]:
+        fails.append(f"in {uworst}'s last star layer only {100 * u.min():.1f} % of a training cluster's atom pairs "
+                     f"share no star (>= {100 * T['K1_min_unshared']:.0f} % needed; its largest star holds "
+                     f"{100 * big[uworst]:.0f} % of the cluster)")
+    reason = ("; ".join(fails) + ": that layer acts as a global hub, not star routing" if fails else
+              f"every star layer has >= {T['K1_min_centres']:g} centres per training cluster on average (fewest: "
+              f"{worst[0]} layer {worst[1]}, {m.min():.1f}) and in every last star layer >= "
+              f"{100 * T['K1_min_unshared']:.0f} % of the atom pairs share no star (fewest: {uworst}, "
+              f"{100 * u.min():.1f} %)")
+    return {"holds": not fails,
+            "threshold": f"mean centres per training cluster >= {T['K1_min_centres']:g} in every star layer, and "
+                         f">= {100 * T['K1_min_unshared']:.0f} % of training-cluster atom pairs sharing no "
+                         "last-layer star",
+            "numbers": numbers, "reason": reason}
 
 
 def k2(ev: pd.DataFrame, trunc: pd.DataFrame, set_name: str = "holdout",
