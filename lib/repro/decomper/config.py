@@ -38,9 +38,10 @@ class Config(BaseConfig):
     lr: float = knob(3e-3, gt=0, le=0.1, doc="peak learning rate (5 % warm-up, cosine to 10 %)")
     weight_decay: float = knob(0.1, ge=0, le=1, doc="AdamW weight decay on matrices")
     use_cached_base: bool = knob(True, doc="reuse the dense checkpoint in data/cache/decomper/ if its config matches")
-    base_seed: int = knob(0, ge=0, doc="seed of the dense model's training: fixed across master seeds, like a "
-                                         "pretrained checkpoint (the master seed draws the calibration sets)")
-    split_seed: int = knob(0, ge=0, doc="seed of the 90/5/5 file split (fixed across master seeds: one test set)")
+    base_seed: int = knob(-1, ge=-1, doc="seed of the dense model's training; -1 (default): the master seed, so that "
+                                         "seeds 0-4 train five dense models and their spread includes the model's")
+    split_seed: int = knob(-1, ge=-1, doc="seed of the 90/5/5 file split; -1 (default): the master seed (a test set "
+                                          "per seed)")
     # compression and compensation
     ratios: tuple[float, ...] = knob((0.2, 0.4, 0.6), gt=0, lt=1, min_len=1,
                                      doc="fractions of block parameters removed")
@@ -62,6 +63,16 @@ class Config(BaseConfig):
     probe_n: int = knob(1600, ge=8, le=100_000, doc="bracket/quote multiple-choice items (balanced over ) ] ' \")")
     latency_runs: int = knob(400, ge=3, le=10_000, doc="interleaved timed forwards per model (batch 1); the card's 50 "
                                                        "raised: on a shared machine their A/A spread exceeded 2 %")
+
+    @property
+    def dense_seed(self) -> int:
+        """The dense model's training seed: ``base_seed``, or the master seed when it is -1 (issue 47)."""
+        return self.seed if self.base_seed < 0 else self.base_seed
+
+    @property
+    def data_split_seed(self) -> int:
+        """The file split's seed: ``split_seed``, or the master seed when it is -1 (issue 47)."""
+        return self.seed if self.split_seed < 0 else self.split_seed
 
     def check(self) -> None:
         if self.d_model % self.n_heads:

@@ -66,8 +66,9 @@ def train_base(model: LlamaLM, cfg, train_data: np.ndarray) -> dict:
 
 def base_key(cfg, corpus_sha: str) -> str:
     h = hashlib.sha256()
-    # the dense model's seed is ``base_seed`` (the master seed only draws calibration sets)
-    h.update(repr({**{f: getattr(cfg, f) for f in TRAIN_FIELDS}, "seed": cfg.base_seed}).encode())
+    # the dense model's seed and the split's are the resolved ones (``base_seed``/``split_seed``, else the master seed)
+    fields = {f: getattr(cfg, f) for f in TRAIN_FIELDS} | {"split_seed": cfg.data_split_seed}
+    h.update(repr({**fields, "seed": cfg.dense_seed}).encode())
     h.update(corpus_sha.encode())
     h.update(inspect.getsource(_model_mod).encode())
     h.update(inspect.getsource(train_base).encode())
@@ -83,14 +84,14 @@ def load_or_train_base(cfg, train_data: np.ndarray, corpus_sha: str) -> tuple[Ll
     """The dense model of ``cfg``: from the cache when ``cfg.use_cached_base`` and present, else trained (and, with
     ``use_cached_base``, saved atomically). ``info["source"]`` says which."""
     path = base_path(cfg, corpus_sha)
-    torch.manual_seed(cfg.base_seed)
+    torch.manual_seed(cfg.dense_seed)
     model = build_model(cfg)
     if cfg.use_cached_base and path.exists():
         blob = torch.load(path, weights_only=True)
         model.load_state_dict(blob["state"])
         model.eval()
         return model, {**blob["history"], "source": f"cache ({path.name})"}
-    hist = train_base(model, dataclasses.replace(cfg, seed=cfg.base_seed), train_data)   # batches from base_seed
+    hist = train_base(model, dataclasses.replace(cfg, seed=cfg.dense_seed), train_data)   # batches from dense_seed
     if cfg.use_cached_base:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
