@@ -13,7 +13,7 @@ import pytest
 
 from repro.common.cluster import Job, run_many
 from repro.common.paths import chapter_slugs
-from repro.common.runner import execute
+from repro.common.runner import execute, inputs_hash
 from repro.common.sweep import summarise, sweep
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import tests/
@@ -61,6 +61,9 @@ def test_a_smoke_sweep_on_a_local_cluster_matches_a_direct_run(results):
     assert summary["errors"] == [] and summary["seeds"] == [0, 1, 2]
     ledgers = {s: json.loads((results / SLUG / f"smoke-seed{s}.json").read_text()) for s in (0, 1, 2)}
     assert all((results / SLUG / f"smoke-seed{s}.ipynb").exists() for s in (0, 1, 2))
+    # each run's inputs hash lies beside its ledger (make reference takes only ledgers whose hash matches the code)
+    assert all((results / SLUG / f"smoke-seed{s}.hash").read_text().strip()
+               == inputs_hash(SLUG, {"profile": "smoke", "seed": s}) for s in (0, 1, 2))
     assert json.loads((results / SLUG / "sweep-smoke.json").read_text())["claims"] == summary["claims"]
     assert summary["claims"] == summarise(SLUG, "smoke", [0, 1, 2])["claims"]
     # the path every sweep took before Dask (one execute per seed, in this process) gives the same ledger

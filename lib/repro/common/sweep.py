@@ -14,7 +14,7 @@ import numpy as np
 from .claims import fmt, load_ledgers, write_json_atomic
 from .cluster import Job, run_many
 from .paths import results_dir
-from .runner import validate
+from .runner import inputs_hash, validate
 from .stats import mean_ci
 
 
@@ -45,7 +45,9 @@ def sweep(slug: str, seeds: list[int], params: dict[str, Any], jobs: int = 2, sc
     for seed in seeds:
         validate(slug, {**params, "seed": seed})
     profile = validate(slug, params).profile
-    jobs_list = [Job(slug, {**params, "profile": profile, "seed": s}) for s in seeds]
+    # each run's inputs hash (of the code as it is when the sweep starts) is stored beside its ledger, as make run
+    # and make book store it: make reference takes only ledgers whose hash matches the code
+    jobs_list = [Job(slug, p, inputs_hash(slug, p)) for p in ({**params, "profile": profile, "seed": s} for s in seeds)]
     failed = run_many(jobs_list, jobs=jobs, scheduler=scheduler, **run_kw)
     errors = [f"seed {job.params['seed']}: {failed[job.key]}" for job in jobs_list if job.key in failed]
     done = [job.params["seed"] for job in jobs_list if job.key not in failed]
