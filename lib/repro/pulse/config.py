@@ -22,7 +22,7 @@ SMOKE = dict(n_seeds=1, ecg_epochs=1, scratch_steps=5, n_subjects_ecg=16, rec_se
              noise_levels=(0.1,), emb_dim=16, hidden=8, depth=2, gru_hidden=16, epochs=1, max_train_windows=128,
              batch_size=32, n_init_samples=1, pool_denom=25, label_fracs=(0.1, 1.0), ecg_methods=("pulse", "simclr"),
              lorenz_methods=("pulse", "dsvae"), n_subjects_ppg=12, transfer_epochs=2, n_label_draws=2, workers=1,
-             n_random_inits=2, k3_seeds=1, swap_draws=2, mae_lorenz_epochs=2)
+             n_random_inits=2, k3_seeds=1, noise_seeds=1, swap_draws=2, mae_lorenz_epochs=2)
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,8 @@ class Config(BaseConfig):
                                           doc="Lorenz rho values, one class each (the difficulty rule's choice)")
     lorenz_noise: float = knob(0.1, ge=0, le=1, doc="process-noise level of C1/C2 (fraction of the clean RMS)")
     noise_levels: tuple[float, ...] = knob((0.0, 0.1, 0.3), ge=0, le=1, min_len=1, doc="noise levels of C6")
+    noise_seeds: int = knob(3, ge=1, le=20, doc="training runs (seeds) of PULSE and DSVAE per noise level in C6 (issue "
+                            "42: C6's interval resamples training runs; one run per level gives an overconfident CI)")
     emb_dim: int = knob(32, ge=2, le=512, doc="embedding size e of the shared encoder")
     hidden: int = knob(16, ge=2, le=512, doc="hidden channels of the encoder blocks")
     depth: int = knob(4, ge=1, le=12, doc="dilated residual blocks before the final block")

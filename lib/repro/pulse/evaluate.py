@@ -336,3 +336,69 @@ def pulse_horizon_r2(model: torch.nn.Module, ws: WindowSet) -> dict:
     ones = np.ones((1, 1, 1))
     return {"r2": masked_r2(p, t, ones), "r2_first10": masked_r2(p[:, :10], t[:, :10], ones),
             "r2_second_half": masked_r2(p[:, h:], t[:, h:], ones)}
+
+
+# ----------------------------------------------------------------------------- K4: the system-blind bar (issue 42)
+def _blind_ridge(F_tr: np.ndarray, Y_tr: np.ndarray, F_te: np.ndarray, alpha: float) -> np.ndarray:
+    """Ridge from features F (N, p) to targets Y (N, q), standardised features, fitted on the training rows."""
+    Ftr, Fte = _standardise(F_tr, F_te)
+    return Ridge(alpha=alpha).fit(Ftr, Y_tr).predict(Fte)
+
+
+def _nn_mean(D: np.ndarray, Y_tr: np.ndarray, k: int) -> np.ndarray:
+    """Mean of ``Y_tr`` over the ``k`` training rows with the smallest distance in each row of ``D`` (N_te, N_tr)."""
+    nn = np.argsort(D, axis=1, kind="stable")[:, :k]
+    return Y_tr[nn].mean(axis=1)
+
+
+def blind_forecast_r2(train: WindowSet, ws: WindowSet, context: int = 4, k: int = 20, alpha: float = 1.0) -> dict:
+    """PULSE's t0 = 0 task without a system code: predict x_1 .. x_{T-1} of each window of ``ws`` from its first
+    ``context`` samples only (what PULSE's h0 reads: x_0 .. x_3 with the released look-ahead), scored as
+    :func:`reconstruction_r2` scores PULSE. Two predictors that know nothing of the window's system, both
+    fitted on the training windows ``train`` (other subjects or trajectories than ``ws``):
+
+    * ``ridge``: a ridge regression from the ``context`` samples (all channels) to the whole continuation;
+    * ``nn``: the mean continuation of the ``k`` training windows whose first ``context`` samples are closest.
+
+    ``best`` is the larger of the two: K4 asks PULSE's reconstruction to beat it (issue 42)."""
+    T = train.X.shape[1]
+    F_tr, F_te = train.X[:, :context].reshape(len(train), -1), ws.X[:, :context].reshape(len(ws), -1)
+    Y_tr = train.X[:, 1:].reshape(len(train), -1)
+    true = ws.X[:, 1:].astype(float)
+    ones = np.ones((1, 1, 1))
+    ridge = _blind_ridge(F_tr, Y_tr, F_te, alpha).reshape(true.shape)
+    D = ((F_te[:, None, :] - F_tr[None, :, :]) ** 2).sum(-1)
+    nn = _nn_mean(D, Y_tr, min(k, len(train))).reshape(true.shape)
+    out = {"ridge": masked_r2(ridge, true, ones), "nn": masked_r2(nn, true, ones)}
+    out["best"] = max(out["ridge"], out["nn"])
+    return out
+
+
+def blind_infill_r2(train: WindowSet, ws: WindowSet, mask: np.ndarray, mask_train: np.ndarray, k: int = 20,
+                    alpha: float = 1.0) -> dict:
+    """MAE's task without a system code: fill in the hidden steps (``mask`` (N, T, 1), 1 = hidden, MAE's draw) of
+    each window of ``ws`` from its visible samples, scored on the hidden steps as :func:`reconstruction_r2` scores
+    MAE. Fitted on the training windows ``train`` (with masks ``mask_train`` of the same law):
+
+    * ``ridge``: a ridge regression from the visible samples (hidden ones zeroed, as MAE's input) and the mask
+      to the whole window;
+    * ``nn``: the mean of the ``k`` training windows closest on the window's visible samples, read at its hidden
+      steps.
+
+    ``best`` is the larger of the two."""
+    N, T, C = ws.X.shape
+    Xtr = train.X.astype(float)
+    F_tr = np.concatenate([(Xtr * (1 - mask_train)).reshape(len(train), -1), mask_train.reshape(len(train), -1)], 1)
+    F_te = np.concatenate([(ws.X * (1 - mask)).reshape(N, -1), mask.reshape(N, -1)], 1)
+    true = ws.X.astype(float)
+    ridge = _blind_ridge(F_tr, Xtr.reshape(len(train), -1), F_te, alpha).reshape(true.shape)
+    # masked squared distance sum_t v_t |x_t - y_t|^2 over the visible steps v of each held-out window, expanded
+    # into matrix products: (v x^2) 1 - 2 (v x) . y + v . |y|^2
+    v = (1.0 - mask)[:, :, 0]                                          # (N, T)
+    y2 = (Xtr ** 2).sum(-1)                                            # (N_tr, T)
+    D = ((v[:, :, None] * true ** 2).sum(axis=(1, 2))[:, None]
+         - 2 * (v[:, :, None] * true).reshape(N, -1) @ Xtr.reshape(len(train), -1).T + v @ y2.T)
+    nn = _nn_mean(D, Xtr.reshape(len(train), -1), min(k, len(train))).reshape(true.shape)
+    out = {"ridge": masked_r2(ridge, true, mask), "nn": masked_r2(nn, true, mask)}
+    out["best"] = max(out["ridge"], out["nn"])
+    return out

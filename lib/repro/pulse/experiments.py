@@ -30,7 +30,7 @@ from repro.common.stats import mean_ci
 
 from .baselines import DSVAE, MaskedAE, SimCLR, Supervised, TS2VecLite
 from .config import Config
-from .evaluate import (bootstrap_drop_diff, ecg_prediction_ceiling, finetune_transfer, heldout_flattening, label_subset,
+from .evaluate import (blind_forecast_r2, blind_infill_r2, bootstrap_drop_diff, ecg_prediction_ceiling, finetune_transfer, heldout_flattening, label_subset,
                        linear_probe, loss_flattening, pulse_horizon_r2, reconstruction_r2, ridge_r2,
                        same_recording_nn_r2)
 from .generators import Dataset, WindowSet, ecg_dataset, lorenz_dataset, ppg_dataset
@@ -328,14 +328,39 @@ def run_ecg(cfg: Config) -> Run:
             for j, (model, log) in enumerate(cands):
                 Z = _embed_all(model.encoder, ds)
                 pr = _probe(Z, ds)
-                sub.append(dict(seed=s, method=m, acc=pr.acc, macro_f1=pr.macro_f1, bal_acc=pr.balanced_acc, C=pr.C,
-                                train_cpu_s=log.cpu_s, final_loss=log.losses[-1] if log.losses else np.nan,
-                                **training_quality(model, log, ds, s)))
+                row = dict(seed=s, method=m, acc=pr.acc, macro_f1=pr.macro_f1, bal_acc=pr.balanced_acc, C=pr.C,
+                           train_cpu_s=log.cpu_s, final_loss=log.losses[-1] if log.losses else np.nan,
+                           **training_quality(model, log, ds, s))
+                if m in ("pulse", "mae"):
+                    row.update(blind_bar(model, ds, s))
+                if m == "pulse":  # does the ECG decoder use the code at all? (reported beside K4)
+                    row.update(swap_errors(model, ds, s, cfg.swap_draws))
+                sub.append(row)
                 if j == 0:
                     run.models[(s, m)], run.embeddings[(s, m)], run.logs[(s, m)] = model, Z, log
             rows.append(_mean_rows(sub))
     run.table = pd.DataFrame(rows)
     return run
+
+
+def blind_bar(model, ds: Dataset, seed: int) -> dict[str, float]:
+    """K4's bar for a reconstructing model (issue 42): the held-out R^2 of system-blind predictors given the model's
+    own inputs, fitted on the training windows (other subjects). PULSE: a forecast of x_1 .. x_{T-1} from the
+    first four samples (:func:`repro.pulse.evaluate.blind_forecast_r2`); MAE: an infill of the hidden patches
+    from the visible samples under the very mask draw :func:`reconstruction_r2` scores MAE on
+    (:func:`repro.pulse.evaluate.blind_infill_r2`). Columns ``blind_ridge``, ``blind_nn``, ``blind_r2`` (the
+    better of the two)."""
+    ws = heldout(ds)
+    if isinstance(model, PULSE):
+        b = blind_forecast_r2(ds.train, ws)
+    elif isinstance(model, MaskedAE):
+        T = ws.X.shape[1]
+        mask = model.patch_mask(len(ws), T, torch.Generator().manual_seed(int(seed))).numpy()
+        mask_tr = model.patch_mask(len(ds.train), T, torch.Generator().manual_seed(int(seed) + 1_000_003)).numpy()
+        b = blind_infill_r2(ds.train, ws, mask, mask_tr)
+    else:
+        return {}
+    return {"blind_ridge": b["ridge"], "blind_nn": b["nn"], "blind_r2": b["best"]}
 
 
 def ecg_predictability(cfg: Config, ecg: Run, seed: int | None = None) -> dict:
@@ -410,23 +435,44 @@ def run_transfer(cfg: Config, ecg: Run) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def noise_seeds(cfg: Config) -> list[int]:
+    """Seeds of C6's training runs at every noise level: ``seed``, ``seed + 1``, ... (``noise_seeds`` of them; the
+    run's own seeds first, so C1's models serve C6's level 0.1). Issue 42: C6 resamples training runs, not only
+    test windows."""
+    return [cfg.seed + k for k in range(cfg.noise_seeds)]
+
+
 def run_noise(cfg: Config, lorenz: Run) -> Run:
-    """PULSE and DSVAE on Lorenz at every noise level, seed ``cfg.seed`` only (reusing C1's models at its level)."""
-    s = cfg.seed
+    """PULSE and DSVAE on Lorenz at every noise level, on each seed of :func:`noise_seeds` (reusing C1's models at
+    its level). ``extra[(level, method, seed)]`` holds the per-test-window correctness of each run's probe."""
     tables, run = [], Run(pd.DataFrame())
-    for lv in cfg.noise_levels:
-        if np.isclose(lv, cfg.lorenz_noise) and all((s, m) in lorenz.models for m in ("pulse", "dsvae")):
-            sub = lorenz.table[(lorenz.table.seed == s) & lorenz.table.method.isin(["pulse", "dsvae"])]
-            tables.append(sub)
+    for s in noise_seeds(cfg):
+        for lv in cfg.noise_levels:
+            if np.isclose(lv, cfg.lorenz_noise) and all((s, m) in lorenz.models for m in ("pulse", "dsvae")):
+                sub = lorenz.table[(lorenz.table.seed == s) & lorenz.table.method.isin(["pulse", "dsvae"])]
+                tables.append(sub)
+                for m in ("pulse", "dsvae"):
+                    run.extra[(lv, m, s)] = lorenz.extra[(s, m, "correct")]
+                continue
+            r = run_lorenz(cfg, noise=lv, methods=("pulse", "dsvae"), seed_list=[s], swap=False)
+            tables.append(r.table[r.table.method != "random"])
             for m in ("pulse", "dsvae"):
-                run.extra[(lv, m)] = lorenz.extra[(s, m, "correct")]
-            continue
-        r = run_lorenz(cfg, noise=lv, methods=("pulse", "dsvae"), seed_list=[s], swap=False)
-        tables.append(r.table[r.table.method != "random"])
-        for m in ("pulse", "dsvae"):
-            run.extra[(lv, m)] = r.extra[(s, m, "correct")]
+                run.extra[(lv, m, s)] = r.extra[(s, m, "correct")]
     run.table = pd.concat(tables, ignore_index=True)
     return run
+
+
+def noise_drop_table(noise: Run, lo: float, hi: float, seed_list) -> np.ndarray:
+    """C6's (runs x test windows) table: for each seed (one training run per method and level) and each test
+    window i, [correct_PULSE(lo) - correct_PULSE(hi)] - [correct_DSVAE(lo) - correct_DSVAE(hi)]. Every seed's
+    Lorenz sets share their trajectories and windows across noise levels (only the noise draw changes), so the
+    windows pair up; the table's mean is drop(PULSE) - drop(DSVAE)."""
+    rows = []
+    for s in seed_list:
+        e = [np.asarray(noise.extra[(lv, m, s)], float) for m in ("pulse", "dsvae") for lv in (lo, hi)]
+        rows.append((e[0] - e[1]) - (e[2] - e[3]))
+    n = min(len(r) for r in rows)
+    return np.stack([r[:n] for r in rows])
 
 
 # ----------------------------------------------------------------------------------------------- summaries

@@ -138,13 +138,20 @@ def label_efficiency(le: pd.DataFrame) -> plt.Figure:
 
 
 def noise_curve(noise: pd.DataFrame, seed: int) -> plt.Figure:
-    """Probe accuracy of PULSE and DSVAE against the Lorenz process noise, on the run's seed ``seed``."""
+    """Probe accuracy of PULSE and DSVAE against the Lorenz process noise: mean ± 95% CI over the training runs
+    (seeds ``seed``, ``seed + 1``, ...) at each level, every run as a dot."""
     fig, ax = plt.subplots(figsize=(6.0, 3.8))
-    for m in ("pulse", "dsvae"):
-        g = noise[noise.method == m].sort_values("noise")
-        ax.plot(g.noise, g.acc, marker="o", color=mcolor(m), label=LABELS[m])
+    n_runs = noise.seed.nunique()
+    for k, m in enumerate(("pulse", "dsvae")):
+        g = noise[noise.method == m]
+        lv = np.sort(g.noise.unique())
+        stats = [mean_ci(g[g.noise == v].acc.to_numpy()) for v in lv]
+        mu, h = np.array([s[0] for s in stats]), np.array([s[1] for s in stats])
+        ax.errorbar(lv + (k - 0.5) * 0.004, mu, yerr=h, marker="o", capsize=3, color=mcolor(m), label=LABELS[m])
+        ax.plot(g.noise + (k - 0.5) * 0.004, g.acc, ".", color=mcolor(m), alpha=0.4, ms=4)
     ax.set_xlabel("process-noise level g (fraction of the clean RMS)")
-    ax.set_ylabel(f"probe accuracy (Lorenz, seed {seed})")
+    runs = f"seed {seed}" if n_runs == 1 else f"{n_runs} training runs from seed {seed}, mean ± 95% CI"
+    ax.set_ylabel(f"probe accuracy (Lorenz; {runs})", fontsize=8)
     ax.set_title("Accuracy as the noise grows")
     ax.legend()
     return fig

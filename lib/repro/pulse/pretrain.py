@@ -55,10 +55,11 @@ def training_jobs(cfg: Config) -> list[Job]:
     ``run_label_efficiency`` will train for ``cfg`` (the transfer study fine-tunes inside its own loop)."""
     from .experiments import seeds
     jobs = [Job(m, "lorenz", s, cfg.lorenz_noise) for s in seeds(cfg) for m in cfg.lorenz_methods]
-    for lv in cfg.noise_levels:
-        if not np.isclose(lv, cfg.lorenz_noise):
-            jobs += [Job(m, "lorenz", cfg.seed, float(lv)) for m in ("pulse", "dsvae")]
-    from .experiments import k3_seeds
+    from .experiments import k3_seeds, noise_seeds
+    for s in noise_seeds(cfg):
+        for lv in cfg.noise_levels:
+            if not np.isclose(lv, cfg.lorenz_noise) or s not in seeds(cfg):
+                jobs += [Job(m, "lorenz", s, float(lv)) for m in ("pulse", "dsvae")]
     if "pulse_oracle" in cfg.lorenz_methods:
         jobs += [Job("pulse_oracle", "lorenz", s, cfg.lorenz_noise) for s in k3_seeds(cfg) if s not in seeds(cfg)]
     first = seeds(cfg)[0]

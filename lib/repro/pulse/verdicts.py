@@ -15,7 +15,13 @@ Controls (issue 13): could this run see an effect of each claim's kind?
   rate anneals and the model fits its own training windows more closely, which is not the under-training the
   control is there to catch.)
 * **K4** the same on ECG (the data of C3, C4 and C5; C5's PULSE init is the ECG-pretrained encoder). Issue 13's
-  K1 names no data set; it is split so that each claim rests on the training of the models it compares.
+  K1 names no data set; it is split so that each claim rests on the training of the models it compares. Its
+  reconstruction bar is not a fixed R^2 (issue 42): PULSE's forecast and MAE's infill must beat a *system-blind*
+  predictor given the same inputs (the better of a ridge on the visible samples and a nearest neighbour over
+  other subjects' training windows), paired over seeds with the 95% CI of the gap above 0; DSVAE, an
+  autoencoder whose per-step latent reads the window it rebuilds, keeps R^2 >= 0.5. The code-swap test of the ECG
+  PULSE models (own / same-class / other-class code) is reported beside it: it shows whether the decoder uses
+  the code at all.
 * **K2** pretraining moves the code: on Lorenz *and* on ECG, at least one label-free pretrained encoder's probe
   accuracy beats the random-init floor (the mean probe accuracy of several untrained encoders on the seed's
   data) by >= 3 points, with a paired 95% CI over seeds that excludes 0.
@@ -25,8 +31,12 @@ Controls (issue 13): could this run see an effect of each claim's kind?
   (the run's seeds and more, trained for K3 alone), CI excluding 0; each seed's errors average several partner
   draws per held-out window.
 
-C1 needs K2; C3, C4, C5 need K2 and K4; C2 needs K1 and K3; C6 (PULSE and DSVAE trained at three noise
-levels) needs K1.
+* **K5** the transfer task leaves headroom (issue 42: every initialisation fine-tuned to 99.7-100%): the
+  fine-tuned PPG accuracy of the inits PULSE is compared with (random and SimCLR) has its 95% CI over seeds at
+  or below 1 - 0.03 (K2's 3 points below a perfect score), so that a better init could show.
+
+C1 needs K2; C3, C4 need K2 and K4; C5 needs K2, K4 and K5; C2 needs K1 and K3; C6 (PULSE and DSVAE trained at
+three noise levels) needs K1.
 
 Noise-aware rules. A claim of the card's form "A >= B [- margin] in >= k of n seeds" *holds* when the card's
 seed-count rule is met **and** the paired comparison (:func:`repro.common.compare_paired`) over seeds supports
@@ -34,6 +44,8 @@ it (``better`` with no margin, :meth:`~repro.common.Comparison.no_worse_than` wi
 seed-count rule is not met **and** the comparison refutes it (A measurably below B by more than the margin);
 anything else is ``inconclusive`` (the seeds and the interval disagree, or the interval straddles). C6 uses the
 bootstrap interval over test windows the card names: holds when it lies below 0, fails when above, else
+inconclusive. C6 resamples both what a training run changes and the test windows (issue 42): a two-level
+bootstrap over (training runs x test windows) of the paired per-window drop difference; one run per level is
 inconclusive. C5 needs at least :data:`THRESHOLDS` ``C5_min_test_subjects`` PPG test subjects per seed.
 """
 from __future__ import annotations
@@ -44,12 +56,14 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from repro.common import compare_paired
-from repro.common.stats import mean_ci
+from repro.common.stats import decide_threshold, mean_ci
 
 THRESHOLDS = {
     "K1_min_recon_r2": 0.5,        # held-out reconstruction R^2 of PULSE, MAE, DSVAE
     "K1_max_tail_improvement": 0.05,  # last 10% of steps improve the loss by < 5%
     "K2_min_lift": 0.03,           # best label-free encoder - random init, probe accuracy
+    "K4_min_ae_r2": 0.5,           # DSVAE (an autoencoder): held-out reconstruction R^2 on ECG
+    "K5_max_ref_acc": 0.97,        # transfer headroom: reference inits' fine-tuned accuracy CI <= 1 - 0.03
     "C1_oracle_margin": 0.02,      # PULSE-oracle >= PULSE - 0.02
     "C2_log_rho_margin": 0.02,     # R^2(log rho) of PULSE >= rival's - 0.02
     "C3_margin": 0.01,             # PULSE macro-F1 >= best rival - 0.01
@@ -88,12 +102,16 @@ CONTROLS = {
     "K3": "The apparatus can see a system code: PULSE-oracle's code-swap test separates own-class from "
           "other-class windows (a same-class code gives a lower reconstruction error than an other-class code; "
           "paired 95% CI over the oracle's seeds excluding 0).",
-    "K4": "ECG training did its job: held-out reconstruction R² ≥ 0.5 for PULSE and the reconstruction "
-          "baselines (MAE, DSVAE) in every ECG run, and every ECG pretraining loss curve has flattened (its last "
-          "10% of steps improve its objective on held-out windows, measured at fixed checkpoints, by < 5%).",
+    "K4": "ECG training did its job: the held-out reconstruction R² of PULSE and MAE is above a system-blind "
+          "predictor given the same inputs (ridge on the visible samples; nearest neighbour over other subjects' "
+          "windows), paired over seeds with the 95% CI above 0; DSVAE's (an autoencoder) R² ≥ 0.5 in every ECG run; "
+          "and every ECG pretraining loss curve has flattened (its last 10% of steps improve its objective on "
+          "held-out windows, measured at fixed checkpoints, by < 5%).",
+    "K5": "The transfer task leaves headroom: the fine-tuned PPG accuracy of the inits PULSE is compared with "
+          "(random, SimCLR) has its 95% CI over seeds at or below 97%, so a better init could show.",
 }
 
-NEEDS = {"C1": ("K2",), "C2": ("K1", "K3"), "C3": ("K2", "K4"), "C4": ("K2", "K4"), "C5": ("K2", "K4"),
+NEEDS = {"C1": ("K2",), "C2": ("K1", "K3"), "C3": ("K2", "K4"), "C4": ("K2", "K4"), "C5": ("K2", "K4", "K5"),
          "C6": ("K1",)}
 
 LABEL_FREE = ("pulse", "pulse_xwin", "simclr", "ts2vec", "mae", "dsvae")
@@ -197,7 +215,65 @@ def k2(acc: Mapping[str, Mapping[str, Sequence[float]]], random: Mapping[str, Se
                           f"{100 * T['K2_min_lift']:.0f} points, paired CI > 0")
 
 
-k4 = k1
+def k4(ae_r2: Mapping[str, Sequence[float]], vs_blind: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+       tail_improvement: Mapping[str, Sequence[float]],
+       swap: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]] | None = None) -> dict:
+    """K4 (ECG). ``ae_r2``: autoencoder name ("DSVAE") -> held-out reconstruction R^2 per run (>= 0.5);
+    ``vs_blind``: "PULSE"/"MAE" -> (the model's held-out R^2 per seed, the system-blind predictor's per seed, same
+    seeds in the same order; paired CI of the gap must lie above 0); ``tail_improvement`` as :func:`k1`;
+    ``swap``: "PULSE" -> (own, same-class, other-class code-swap error per seed), reported only."""
+    numbers, parts = {}, []
+    for k, v in ae_r2.items():
+        lo = float(np.min(_a(v)))
+        numbers[f"recon R2 {k} (min)"] = lo
+        if not lo >= T["K4_min_ae_r2"]:
+            parts.append(f"{k}'s held-out reconstruction R² {lo:.3f} < {T['K4_min_ae_r2']:g}")
+    for k, (model, blind) in vs_blind.items():
+        cmp = compare_paired(_a(model), _a(blind))
+        numbers[f"recon R2 {k}"] = float(_a(model).mean())
+        numbers[f"blind R2 {k}"] = float(_a(blind).mean())
+        numbers[f"{k} − blind"] = cmp.mean_diff
+        numbers[f"{k} − blind ci95"] = [cmp.ci_lo, cmp.ci_hi]
+        numbers[f"{k} seeds"] = cmp.n
+        if not cmp.better:
+            parts.append(f"{k}'s held-out R² {_a(model).mean():.3f} vs the system-blind predictor's "
+                         f"{_a(blind).mean():.3f}: gap {cmp.mean_diff:+.3f}, 95% CI {_ci(cmp)} over {cmp.n} seeds "
+                         f"({cmp.word}; needs the CI above 0)")
+    hi_tail = {k: float(np.max(_a(v))) for k, v in tail_improvement.items()}
+    bad_tail = [f"{k} ({100 * v:.1f}%)" if math.isfinite(v) else f"{k} (too few steps to tell)"
+                for k, v in hi_tail.items() if not v < T["K1_max_tail_improvement"]]
+    numbers.update({f"tail improvement {k} (max)": v for k, v in hi_tail.items()})
+    if bad_tail:
+        parts.append(f"held-out loss still falling by >= {100 * T['K1_max_tail_improvement']:.0f}% over the last "
+                     f"10% of steps: {', '.join(bad_tail)}")
+    for k, (own, same, other) in (swap or {}).items():
+        numbers[f"{k} swap MSE own / same / other"] = [float(_a(own).mean()), float(_a(same).mean()),
+                                                       float(_a(other).mean())]
+        d = compare_paired(_a(own), _a(other), higher_is_better=False)
+        numbers[f"{k} swap other − own ci95"] = [d.ci_lo, d.ci_hi]
+    ok = bool(vs_blind) and bool(ae_r2) and bool(tail_improvement) and not parts
+    return dict(holds=ok, numbers=numbers, reason="; ".join(parts) or ("nothing measured" if not ok else ""),
+                threshold=f"PULSE and MAE R² − system-blind R² paired CI > 0; DSVAE R² >= {T['K4_min_ae_r2']:g}; "
+                          f"held-out loss's last-10% improvement < {100 * T['K1_max_tail_improvement']:.0f}% "
+                          f"(every method)")
+
+
+def k5(acc: Mapping[str, Sequence[float]]) -> dict:
+    """Transfer headroom. ``acc``: init ("random", "simclr") -> fine-tuned PPG test accuracy per seed; each must
+    have its 95% CI at or below :data:`THRESHOLDS` ``K5_max_ref_acc`` (decided by its interval, not its mean)."""
+    numbers, parts = {}, []
+    bar = T["K5_max_ref_acc"]
+    for k, v in acc.items():
+        t = decide_threshold(_a(v), bar, "<=")
+        numbers[f"{k} init acc"] = t.estimate
+        numbers[f"{k} init acc ci95"] = [t.ci_lo, t.ci_hi]
+        if not t.holds:
+            parts.append(f"{k} init fine-tunes to {100 * t.estimate:.1f}% (95% CI [{100 * t.ci_lo:.1f}, "
+                         f"{100 * t.ci_hi:.1f}] over {t.n} seeds): {'no headroom below' if t.decided else 'within noise of'}"
+                         f" the {100 * bar:g}% bar")
+    ok = bool(acc) and not parts
+    return dict(holds=ok, numbers=numbers, reason="; ".join(parts) or ("nothing measured" if not ok else ""),
+                threshold=f"95% CI of each reference init's fine-tuned accuracy <= {bar:g}")
 
 
 def k3(own: Sequence[float], same: Sequence[float], other: Sequence[float]) -> dict:
@@ -367,15 +443,20 @@ def c5(acc: Mapping[str, Sequence[float]], n_test_subjects: int, note: str | Non
 
 
 def c6(drop_pulse: float, drop_dsvae: float, diff: float, lo: float, hi: float, levels: tuple[float, float],
-       note: str | None = None) -> dict:
-    """Accuracy drops from the lowest to the highest noise level (seed 0) and the bootstrap 95% CI over test
-    windows of drop(PULSE) − drop(DSVAE)."""
+       note: str | None = None, n_runs: int = 2) -> dict:
+    """Accuracy drops from the lowest to the highest noise level (mean over ``n_runs`` training runs per method and
+    level) and the two-level bootstrap 95% CI (training runs x test windows) of drop(PULSE) − drop(DSVAE)."""
     numbers = {"drop PULSE": drop_pulse, "drop DSVAE": drop_dsvae, "drop diff (PULSE − DSVAE)": diff,
-               "drop diff 95% CI": [lo, hi]}
+               "drop diff 95% CI": [lo, hi], "training runs per method and level": int(n_runs)}
     holds = True if hi < 0 else (False if lo > 0 else None)
     reason = (f"from noise {levels[0]:g} to {levels[1]:g} PULSE's accuracy drops {_pts(drop_pulse)} points and "
-              f"DSVAE's {_pts(drop_dsvae)}; the difference {_pts(diff)} points has a bootstrap 95% CI "
-              f"[{_pts(lo)}, {_pts(hi)}]")
+              f"DSVAE's {_pts(drop_dsvae)} (mean of {n_runs} training runs each); the difference {_pts(diff)} points "
+              f"has a bootstrap 95% CI [{_pts(lo)}, {_pts(hi)}] over training runs and test windows")
+    if n_runs < 2 and not note:
+        return dict(holds=None, numbers={**numbers, "condition met": holds}, reason=reason, needs=NEEDS["C6"],
+                    inconclusive=f"one training run per method and level: its test-window interval misses the "
+                                 f"run-to-run spread ({reason})",
+                    threshold="two-level bootstrap CI of drop(PULSE) − drop(DSVAE) below 0")
     inconc = note or (None if holds is not None else f"the bootstrap CI contains 0 ({reason})")
     return dict(holds=holds, numbers=numbers, reason=reason, inconclusive=inconc, needs=NEEDS["C6"],
-                threshold="bootstrap CI of drop(PULSE) − drop(DSVAE) below 0")
+                threshold="two-level bootstrap CI of drop(PULSE) − drop(DSVAE) below 0")
