@@ -419,8 +419,8 @@ def _rate_df(rose=-1.0, plugin=-0.5, pnvi=None, sos_factor=1.0, seeds=range(5), 
     return pd.DataFrame(rows)
 
 
-def _skew_df(ratio=3.0, rose=-1.0, ns=NS, dist=0.5):
-    df = _rate_df(rose=rose, ns=ns)
+def _skew_df(ratio=3.0, rose=-1.0, ns=NS, dist=0.5, seeds=range(5)):
+    df = _rate_df(rose=rose, ns=ns, seeds=seeds)
     df = df[df.method == "rose"]
     lcb = df.assign(method="rose_lcb", reg_gap=df.reg_gap * ratio, pi_dist_rose=dist)
     return pd.concat([df, lcb])
@@ -509,6 +509,46 @@ def test_claim_c5_band():
     kw = V.claim_c5(df, [16384, 32768], n_report=[65536, 131072])
     _check_kwargs(kw, "holds")
     assert abs(kw["numbers"]["reported: slope"] + 2.0) < 0.05 and abs(kw["numbers"]["slope"] + 1.0) < 0.05
+
+
+
+def _scattered(make, slopes, **kw):
+    """One game per slope (game-to-game scatter of the rate), concatenated: the bootstrap over games sees it."""
+    return pd.concat([make(s, seeds=[g], **kw) for g, s in enumerate(slopes)])
+
+
+def test_claims_within_noise_of_their_bar_are_inconclusive():
+    """Issue 41: a claim is decided by its 95% interval, not by the point estimate. Games whose rates scatter around
+    a bar give an interval that contains it: inconclusive, whichever side the point estimate falls on; the same
+    scatter around a value far from the bar still decides."""
+    near, far = [-0.5, -1.1, -0.55, -1.05, -0.8], [-1.6, -2.2, -1.65, -2.15, -1.9]
+    for claim, make in ((V.claim_c1, lambda s, **k: _rate_df(rose=s, **k)),
+                        (V.claim_c4a, lambda s, **k: _skew_df(rose=s, **k))):
+        kw = claim(_scattered(make, near), 2 ** 14)
+        _check_kwargs(kw, "inconclusive")
+        assert kw["numbers"]["ci95"][0] < -0.8 < kw["numbers"]["ci95"][1] and "within noise" in kw["inconclusive"]
+        _check_kwargs(claim(_scattered(make, far), 2 ** 14), "holds")
+    # C2's steepness: ROSE's slope scatters so that "steeper by >= 0.25" is within noise
+    kw = V.claim_c2(_scattered(lambda s, **k: _rate_df(rose=s, plugin=-0.5, **k), [-0.5, -1.1, -0.55, -1.05, -0.75]),
+                    2 ** 14)
+    _check_kwargs(kw, "inconclusive")
+    assert kw["numbers"]["steeper by ci95"][0] < 0.25 < kw["numbers"]["steeper by ci95"][1]
+    # C5's band: per-game beta dependence scattering across -1.5
+    kw = V.claim_c5(_scattered(lambda p, **k: _beta_df(p, **k), [-1.2, -1.8, -1.25, -1.75, -1.5]))
+    _check_kwargs(kw, "inconclusive")
+    assert kw["numbers"]["ci95"][0] < -1.5 < kw["numbers"]["ci95"][1]
+    # C4b: LCB's gap 1.3x ROSE's in three games and 0.7x in two: the ratio of means is near 1, its interval spans 1
+    rose = _rate_df(rose=-1.0)
+    rose = rose[rose.method == "rose"]
+    lcb = rose.assign(method="rose_lcb", reg_gap=rose.reg_gap * np.where(rose.seed % 2 == 0, 1.3, 0.7))
+    kw = V.claim_c4b(pd.concat([rose, lcb]))
+    _check_kwargs(kw, "inconclusive")
+    assert "contains 1" in kw["inconclusive"]
+    # C3a: SOS-MD 10 % above ROSE on average (the tolerance's edge), 0 % or 20 % game by game, gaps above 1e-3
+    big = _rate_df(rose=-0.1)
+    factor = np.where(big.method == "sos_md", np.where(big.seed % 2 == 0, 1.0, 1.25), 1.0)
+    kw = V.claim_c3a(big.assign(reg_gap=big.reg_gap * factor))
+    _check_kwargs(kw, "inconclusive")
 
 
 def _cf(err=1e-11, reach=20.0):
