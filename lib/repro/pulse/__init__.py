@@ -15,7 +15,7 @@ from .encoders import DilatedConvEncoder
 from .evaluate import (C_GRID, bootstrap_drop_diff, finetune_transfer, fit_logreg, label_efficiency,
                        label_subset, linear_probe, loss_flattening, heldout_flattening, masked_r2, probe_objective,
                        reconstruction_r2, ridge_r2, ecg_prediction_ceiling, same_recording_nn_r2,
-                       pulse_horizon_r2, blind_forecast_r2, blind_infill_r2)
+                       pulse_horizon_r2, blind_forecast_r2, blind_infill_r2, onecycle_tail_share)
 from .experiments import (LABELS, blind_bar, noise_drop_table, noise_seeds, code_swap_test, ecg_predictability, heldout, k3_seeds, random_inits, run_code_swap, swap_errors, make_ecg, make_lorenz, make_ppg, mechanism_r2, per_seed,
                           random_floor, ecg_random_floor, run_ecg, run_label_efficiency, run_lorenz, run_noise, run_transfer, seeds,
                           summarise, training_quality)
@@ -45,7 +45,7 @@ __all__ = [
     "C_GRID", "probe_objective", "fit_logreg", "linear_probe", "label_subset", "label_efficiency", "ridge_r2",
     "finetune_transfer", "bootstrap_drop_diff", "masked_r2", "reconstruction_r2", "loss_flattening",
     "heldout_flattening", "ecg_prediction_ceiling", "same_recording_nn_r2", "pulse_horizon_r2",
-    "blind_forecast_r2", "blind_infill_r2",
+    "blind_forecast_r2", "blind_infill_r2", "onecycle_tail_share",
     # experiments
     "code_swap_test", "seeds", "make_lorenz", "make_ecg", "make_ppg", "mechanism_r2", "run_lorenz", "run_ecg",
     "run_label_efficiency", "run_transfer", "run_noise", "summarise", "per_seed", "random_floor", "heldout",

@@ -402,3 +402,18 @@ def blind_infill_r2(train: WindowSet, ws: WindowSet, mask: np.ndarray, mask_trai
     out = {"ridge": masked_r2(ridge, true, mask), "nn": masked_r2(nn, true, mask)}
     out["best"] = max(out["ridge"], out["nn"])
     return out
+
+
+def onecycle_tail_share(total_steps: int, lr: float = 3e-3, tail: float = 0.1) -> float:
+    """The share of the summed learning rate that the last ``tail`` of the steps of :func:`repro.pulse.training.fit`'s
+    one-cycle schedule carry (why a "last 10% of steps" flattening rule passes by construction, issue 42)."""
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.AdamW([p], lr=lr)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(int(total_steps), 2))
+    lrs = []
+    for _ in range(max(int(total_steps), 2)):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    k = max(1, int(round(tail * len(lrs))))
+    return float(sum(lrs[-k:]) / sum(lrs))

@@ -123,12 +123,15 @@ def epochs_for(cfg: Config, data_key: dict, method: str = "") -> int:
 
 
 def train_cached(method: str, ds: Dataset, data_key: dict, cfg: Config, seed: int, *,
-                 train: Any = None, max_steps: int | None = None, tag: str = "") -> tuple[torch.nn.Module, TrainLog]:
+                 train: Any = None, max_steps: int | None = None, tag: str = "",
+                 scale: int = 1) -> tuple[torch.nn.Module, TrainLog]:
     """Train ``method`` on ``train`` (default ``ds.train``), or load it from the cache if trained before
-    (``data/cache/pulse/``, keyed by the method, data, hyper-parameters, seed and the training source)."""
+    (``data/cache/pulse/``, keyed by the method, data, hyper-parameters, seed and the training source).
+    ``scale`` multiplies the pretraining epochs (K1/K4's doubling test retrains at ``scale=2``: a run of its own,
+    with its own one-cycle schedule over twice the steps, not a continuation)."""
     pretraining = train is None  # the label-subset models of C4 are not checked by K1/K4
     train = ds.train if train is None else train
-    ep = epochs_for(cfg, data_key, method)
+    ep = epochs_for(cfg, data_key, method) * int(scale)
     key = cache_key(method=method, data=data_key, hp=_hparams(cfg), epochs=ep, seed=seed, n=len(train),
                     labels=train.y.tolist() if method == "supervised" else None, max_steps=max_steps, tag=tag,
                     checkpoints=N_CHECKPOINTS if pretraining else None)
@@ -197,6 +200,23 @@ def training_quality(model, log: TrainLog, ds: Dataset, seed: int) -> dict[str, 
     return out
 
 
+def doubling(method: str, ds: Dataset, dkey: dict, cfg: Config, seed: int, model, log: TrainLog,
+             acc: float) -> dict[str, float]:
+    """K1/K4's doubling test (issue 42) for one pretrained model: retrain ``method`` at twice the steps on the same
+    data and seed, and compare the two runs' own objective on the same held-out windows with the same fixed draws
+    (the last checkpoint of each, :func:`repro.pulse.training.eval_loss`) and their probe accuracies.
+    ``double_obj_move`` = |L(2x) - L(1x)| / |L(1x)|; ``double_probe_move`` = acc(2x) - acc(1x)."""
+    m2, log2 = train_cached(method, ds, dkey, cfg, seed, scale=2)
+    acc2 = _probe(_embed_all(m2.encoder, ds), ds).acc
+    l1 = log.eval_losses[-1] if log.eval_losses else float("nan")
+    l2 = log2.eval_losses[-1] if log2.eval_losses else float("nan")
+    return {"double_obj_1x": l1, "double_obj_2x": l2,
+            "double_obj_move": abs(l2 - l1) / abs(l1) if l1 else float("nan"),
+            "double_acc_2x": acc2, "double_probe_move": acc2 - acc, "double_steps": log2.steps,
+            "double_recon_r2": reconstruction_r2(m2, heldout(ds), seed) if method in ("pulse", "mae", "dsvae")
+            else float("nan")}
+
+
 def _embed_all(encoder, ds: Dataset) -> dict[str, np.ndarray]:
     return {s: embed(encoder, getattr(ds, s).X) for s in ("train", "val", "test")}
 
@@ -238,12 +258,15 @@ def _mean_rows(rows: list[dict]) -> dict:
     return out
 
 
-def run_lorenz(cfg: Config, noise: float | None = None, methods=None, seed_list=None, swap: bool = True) -> Run:
+def run_lorenz(cfg: Config, noise: float | None = None, methods=None, seed_list=None, swap: bool = True,
+               double: bool | None = None) -> Run:
     """Train every Lorenz method on every seed; probe accuracy, macro-F1, the C2 ridge R^2, K1's training
     quality and (PULSE variants, ``swap=True``) the code-swap test's three errors. The ``random`` row is the
-    mean over :func:`random_inits`."""
+    mean over :func:`random_inits`. ``double`` (default: when ``seed_list`` is the run's seeds) adds K1's doubling
+    test on the first seed (:func:`doubling`)."""
     noise = cfg.lorenz_noise if noise is None else noise
     methods = cfg.lorenz_methods if methods is None else methods
+    double = (seed_list is None) if double is None else double
     run = Run(pd.DataFrame())
     rows = []
     for s in (seeds(cfg) if seed_list is None else seed_list):
@@ -265,6 +288,8 @@ def run_lorenz(cfg: Config, noise: float | None = None, methods=None, seed_list=
                 row.update(training_quality(model, log, ds, s))
                 if m.startswith("pulse") and swap:
                     row.update(swap_errors(model, ds, s, cfg.swap_draws))
+                if double and m != "random" and s == seeds(cfg)[0]:
+                    row.update(doubling(m, ds, dkey, cfg, s, model, log, pr.acc))
                 sub.append(row)
                 if j == 0:
                     run.models[(s, m)], run.embeddings[(s, m)], run.logs[(s, m)] = model, Z, log
@@ -335,6 +360,8 @@ def run_ecg(cfg: Config) -> Run:
                     row.update(blind_bar(model, ds, s))
                 if m == "pulse":  # does the ECG decoder use the code at all? (reported beside K4)
                     row.update(swap_errors(model, ds, s, cfg.swap_draws))
+                if m not in ("random", "supervised") and s == seeds(cfg)[0]:
+                    row.update(doubling(m, ds, dkey, cfg, s, model, log, pr.acc))
                 sub.append(row)
                 if j == 0:
                     run.models[(s, m)], run.embeddings[(s, m)], run.logs[(s, m)] = model, Z, log

@@ -39,6 +39,7 @@ class Job:
     noise: float | None = None
     frac: float | None = None
     draw: int | None = None
+    scale: int = 1   # pretraining epochs x scale (2: K1/K4's doubling test)
 
     def cost(self, cfg: Config) -> float:
         from .training import n_steps
@@ -47,7 +48,7 @@ class Job:
         else:
             from .experiments import epochs_for
             steps = n_steps(cfg.max_train_windows, cfg.batch_size, epochs_for(cfg, {"kind": self.kind}, self.method))
-        return STEP_COST.get(self.method, 40) * steps
+        return STEP_COST.get(self.method, 40) * steps * self.scale
 
 
 def training_jobs(cfg: Config) -> list[Job]:
@@ -66,6 +67,9 @@ def training_jobs(cfg: Config) -> list[Job]:
     for s in seeds(cfg):
         jobs += [Job(m, "ecg", s) for m in cfg.ecg_methods if not (m in cfg.seed0_only and s != first)]
         jobs += [Job("supervised", "ecg", s, frac=f, draw=d) for f, d in label_draw_keys(cfg)]
+    # K1/K4's doubling test: every pretrained encoder of the first seed retrained at twice the steps
+    jobs += [Job(m, "lorenz", first, cfg.lorenz_noise, scale=2) for m in cfg.lorenz_methods]
+    jobs += [Job(m, "ecg", first, scale=2) for m in cfg.ecg_methods if m != "supervised"]
     return jobs
 
 
@@ -90,7 +94,7 @@ def run_job(cfg: Config, job: Job) -> float:
     ds = _data(cfg, job.kind, job.seed, job.noise)
     dkey = data_key(cfg, job.kind, job.seed, job.noise)
     if job.frac is None:
-        train_cached(job.method, ds, dkey, cfg, job.seed)
+        train_cached(job.method, ds, dkey, cfg, job.seed, scale=job.scale)
     else:
         idx = dict(((f, d), i) for f, d, i in label_draws(cfg, ds, job.seed))[(job.frac, job.draw)]
         train_cached("supervised", ds, dkey, cfg, job.seed * 1000 + job.draw, train=ds.train.subset(idx),
