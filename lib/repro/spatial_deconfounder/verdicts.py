@@ -3,8 +3,9 @@
 Every input is a per-seed array of measured numbers (standardized biases (τ̂ − τ)/sd(Y), held-out R²,
 overlap shares); every function returns the keyword arguments of ``Ledger.control`` / ``Ledger.record``.
 Comparisons over seeds are paired (``repro.common.compare_paired``); a seed-count rule ("in ≥ 7 of 10 seeds")
-holds only when the count is met *and* the paired 95 % CI excludes 0, is ``inconclusive`` when the count is met
-inside seed noise, and ``fails`` when the count is missed (CONTRIBUTING, "Seed-count rules and noise").
+holds only when the count is met *and* the paired 95 % CI excludes 0, ``fails`` only when the count is missed *and*
+the CI shows the other side, and is ``inconclusive`` otherwise (CONTRIBUTING, "Seed-count rules and noise", as
+issue 41 revised it: a count missed inside seed noise decides nothing).
 """
 from __future__ import annotations
 
@@ -114,10 +115,15 @@ def beats(a_abs: Sequence[float], b_abs: Sequence[float], what: str, name_a: str
             f"{name_a} lower in {wins} of {n} seeds (needs {need}); paired difference {name_b} − {name_a} = "
             f"{cmp.mean_diff:+.3f}, 95 % CI [{cmp.ci_lo:+.3f}, {cmp.ci_hi:+.3f}] ({cmp.word})" + extra_text)
     inconclusive = _few(n)
-    if not inconclusive and wins >= need and not cmp.better:
-        inconclusive = text + ": the seed count is met inside seed noise"
-    return dict(holds=bool(wins >= need and cmp.better),
-                threshold=f"{name_a} lower in >= {need} of {n} seeds and paired 95 % CI of the |bias| gap > 0",
+    holds = wins >= need and cmp.better
+    # issue 41 (CONTRIBUTING's seed-count rule): a missed count fails only when the paired CI shows B lower
+    if not inconclusive and not holds and not (wins < need and cmp.worse):
+        inconclusive = text + (": the seed count is met inside seed noise" if wins >= need else
+                               f": the seed count is missed, but the paired CI does not show {name_b} lower "
+                               "(inside seed noise)")
+    return dict(holds=bool(holds),
+                threshold=f"{name_a} lower in >= {need} of {n} seeds and paired 95 % CI of the |bias| gap > 0 "
+                          f"(fails: count missed and CI < 0)",
                 numbers=nums, reason=text, inconclusive=inconclusive, needs=needs)
 
 
