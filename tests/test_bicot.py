@@ -350,7 +350,7 @@ def test_c2_c3_c4_c5_hold_and_fail():
     assert verdicts.c2(_roc(pos_good, neg))["holds"] and verdicts.c2(_roc(pos_bad, neg))["holds"] is False
     assert verdicts.c3a({"int8": _roc(pos_good, neg), "FT": _roc(pos_good, neg)})["holds"]
     assert verdicts.c3a({"int8": _roc(pos_bad, neg), "FT": _roc(pos_good, neg)})["holds"] is False
-    assert verdicts.c3b(1.0, 0.2)["holds"] and not verdicts.c3b(1.0, 0.8)["holds"]
+    assert verdicts.c3b(1.0, 1 / 8)["holds"] and verdicts.c3b(1.0, 7 / 8)["holds"] is False
     gap = bicot.metrics.auc_gap_ci(pos_good, neg, pos_bad, neg)
     assert verdicts.c4(_roc(pos_good, neg), _roc(pos_bad, neg), gap)["holds"]
     gap0 = bicot.metrics.auc_gap_ci(pos_good, neg, pos_good, neg)
@@ -363,12 +363,44 @@ def test_c6_holds_fails_and_inconclusive():
     base_items = (g.random(512) < 0.9).astype(float)
     big = base_items * (g.random(512) < 0.7)
     small = base_items * (g.random(512) < 0.99)
-    base = {"lam": 0, "z": 8, "acc": base_items.mean(), "acc_items": base_items}
-    row = lambda z, it: {"lam": 1, "z": z, "acc": it.mean(), "acc_items": it}
+    base = {"lam": 0, "z": 8, "z_sets": np.full(8, 8.0), "acc": base_items.mean(), "acc_items": base_items}
+    row = lambda z, it, lam=1: {"lam": lam, "z": z, "z_sets": z + g.normal(0, 0.3, 8), "acc": it.mean(),
+                                "acc_items": it}
     assert verdicts.c6([base, row(3, big)])["holds"]
     assert verdicts.c6([base, row(3, small)])["holds"] is False
     assert verdicts.c6([base, row(6, big)])["holds"]
     assert verdicts.c6([base, row(6, small)])["holds"] is None
+
+
+def test_c3b_inconclusive_within_noise_of_half():
+    """3 of 8 triggers kept (37.5 %, below 0.5 as a point): the Wilson interval [0.14, 0.69] contains 0.5."""
+    v = verdicts.c3b(1.0, 3 / 8)
+    assert v["holds"] is None and "within noise" in v["inconclusive"]
+    assert v["numbers"]["rate after FT ci95"][0] < 0.5 < v["numbers"]["rate after FT ci95"][1]
+    assert verdicts.c3b(1.0, 0.0, n_triggers=8)["holds"]
+
+
+def test_c6_removal_point_within_noise_of_z4():
+    """The median z is 3.5 but the query sets scatter across 4: whether the mark was removed at this strength (at a
+    cheap drop) is within noise, so no verdict; the same scatter about 1.5 decides 'fails'."""
+    g = np.random.default_rng(1)
+    base_items = (g.random(512) < 0.9).astype(float)
+    small = base_items * (g.random(512) < 0.99)
+    base = {"lam": 0, "z": 8, "z_sets": np.full(8, 8.0), "acc": base_items.mean(), "acc_items": base_items}
+    wide = np.array([1.0, 2.0, 3.0, 3.4, 3.6, 5.0, 6.0, 7.0])
+    r = {"lam": 1, "z": float(np.median(wide)), "z_sets": wide, "acc": small.mean(), "acc_items": small}
+    v = verdicts.c6([base, r])
+    assert v["holds"] is None and "within noise" in v["inconclusive"]
+    lo, hi = v["numbers"]["median z ci95 λ=1"]
+    assert lo < 4 < hi
+    far = wide - 2.0
+    r2 = {**r, "z": float(np.median(far)), "z_sets": far}
+    assert verdicts.c6([base, r2])["holds"] is False
+    # a first strength within noise of 4 at a cheap drop, then a clear removal at a costly one: the mark may have
+    # gone at the cheap strength, so 'holds' is not earned
+    big = base_items * (g.random(512) < 0.7)
+    r3 = {"lam": 3, "z": 1.0, "z_sets": np.full(8, 1.0) + g.normal(0, 0.2, 8), "acc": big.mean(), "acc_items": big}
+    assert verdicts.c6([base, r, r3])["holds"] is None
 
 
 def test_claims_and_controls_declared():

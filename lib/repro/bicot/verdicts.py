@@ -21,9 +21,11 @@ Issue #41 (uncertainty). A threshold on a statistic estimated from items (query 
 bias draws, ROC samples) is decided by its 95 % interval (:func:`repro.common.threshold_from_ci`,
 :func:`repro.common.decide_threshold`): a claim holds only when the interval clears the bar, fails only when it lies
 wholly on the other side, else inconclusive; a control passes only when the interval clears the bar. AUC and TPR
-intervals are stratified bootstraps over positives and negatives (:func:`repro.bicot.metrics.roc_ci`). Exact
-quantities of one run (parameter distances, a rate over the baseline's fixed 8 triggers, a rank correlation along
-the designed dose sweep, the PC energy of the attacker's own batch) are compared directly.
+intervals are stratified bootstraps over positives and negatives (:func:`repro.bicot.metrics.roc_ci`). C3b's rate
+over the baseline's 8 triggers (random draws of its key) is a proportion, decided on its Wilson interval; C6's
+removal point is the first whitening strength whose median z has a bootstrap CI over query sets below 4 (strengths
+whose CI contains 4 may have removed it, see :func:`c6`). Exact quantities of one run (parameter distances, a rank
+correlation along the designed dose sweep, the PC energy of the attacker's own batch) are compared directly.
 """
 from __future__ import annotations
 
@@ -360,13 +362,23 @@ def c3a(rocs: dict, extra: dict | None = None) -> dict:
                 reason=f"AUC after each attack: {parts}")
 
 
-def c3b(rate_before: float, rate_after: float) -> dict:
-    """Rates over the baseline's fixed 8 triggers: exact for this run (no sampling), compared directly."""
-    holds = rate_after < T["C3_trigger"]
-    return dict(holds=holds, threshold="trigger verification rate < 0.5 after fine-tuning",
-                numbers={"rate before": rate_before, "rate after FT": rate_after},
-                reason=f"trigger rate {rate_before:.2f} before and {rate_after:.2f} after fine-tuning "
-                       f"({'<' if holds else '>='} 0.5)")
+def c3b(rate_before: float, rate_after: float, n_triggers: int = 8) -> dict:
+    """Rates over the baseline's ``n_triggers`` secret triggers (random draws of the key): the count answered with
+    the secret response after fine-tuning is a proportion, decided on its Wilson 95 % interval against 0.5 (issue
+    #41): holds when the interval lies below 0.5, fails when it lies wholly above, else inconclusive."""
+    n = int(n_triggers)
+    k = int(round(rate_after * n))
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson") if n else None
+    lo, hi = (float(ci.low), float(ci.high)) if ci is not None else (0.0, 1.0)
+    t = threshold_from_ci(k / n if n else float("nan"), lo, hi, T["C3_trigger"], "<=", n)
+    reason = (f"trigger rate {rate_before:.2f} before and {rate_after:.2f} ({k} of {n} triggers) after fine-tuning; "
+              f"Wilson 95 % interval {_ci(t)} against the bar 0.5 ({t.word}"
+              + ("" if t.decided else ": within noise of the bar") + ")")
+    return dict(**t.ledger_kwargs(), threshold="trigger verification rate < 0.5 after fine-tuning (Wilson 95 % "
+                                               "interval over the triggers below 0.5)",
+                numbers={"rate before": rate_before, "rate after FT": rate_after, "triggers": n,
+                         "triggers kept after FT": k, "rate after FT ci95": [t.ci_lo, t.ci_hi]},
+                reason=reason)
 
 
 def c4(roc_rsr: dict, roc_noreg: dict, gap_ci: tuple[float, float], sigma: float = K4_SIGMA,
@@ -393,35 +405,79 @@ def c5(roc: dict) -> dict:
                 reason=f"OOD AUC {roc['AUC']:.3f} {_ci(ta)} against {T['C5_auc']} ({ta.word})")
 
 
+def median_z_ci(z_sets, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+    """Median z over the query sets (NaN sets, with no anchor left, ignored) and its percentile bootstrap interval
+    over the query sets (vectorised, fixed seed). Fewer than two finite sets give an unbounded interval."""
+    z = np.asarray(z_sets, float).ravel()
+    z = z[np.isfinite(z)]
+    if z.size == 0:
+        return float("nan"), -math.inf, math.inf
+    med = float(np.median(z))
+    if z.size < 2:
+        return med, -math.inf, math.inf
+    idx = np.random.default_rng(seed).integers(0, z.size, size=(n_boot, z.size))
+    lo, hi = np.quantile(np.median(z[idx], axis=1), [(1 - level) / 2, (1 + level) / 2])
+    return med, float(lo), float(hi)
+
+
 def c6(sweep: list[dict]) -> dict:
-    """``sweep``: rows {lam, z, acc, acc_items} from λ = 0 (BiCoT) upward; ``acc_items`` per shared problem (paired).
-    The accuracy drop at the first strength whose median z < 4 is decided by its paired 95 % CI against 10 points;
-    if no strength removes the mark, a drop clearly >= 10 points while still detected also holds."""
+    """``sweep``: rows {lam, z, z_sets, acc, acc_items} from λ = 0 (BiCoT) upward; ``z_sets`` the z per query set,
+    ``acc_items`` per shared problem (paired). Issue #41: whether a strength removed the mark is decided by the
+    bootstrap 95 % CI over query sets of the median z against 4 (removed: CI below 4; still detected: CI above 4;
+    else within noise), and each accuracy drop by its paired 95 % CI against 10 points.
+
+    Holds when the first strength whose drop clearly exceeds 10 points comes before (or at) the first strength that is
+    not clearly still detected; fails when some strength clearly removed the mark and every strength that may have
+    removed it (not clearly detected, up to that one) cost clearly less than 10 points; else inconclusive."""
     base = np.asarray(sweep[0]["acc_items"], float)
     nums = {f"λ={r['lam']:g}": f"z {r['z']:.2f}, acc {100 * r['acc']:.1f} %" for r in sweep}
-    thr = "accuracy drop >= 10 points (paired 95 % CI) at the first whitening strength where median z < 4"
+    thr = ("accuracy drop >= 10 points (paired 95 % CI) at the first whitening strength where median z < 4 "
+           "(bootstrap 95 % CI over query sets below 4)")
 
     def drop(r):
         c = compare_paired(base, np.asarray(r["acc_items"], float))     # base − attacked
         return threshold_from_ci(c.mean_diff, c.ci_lo, c.ci_hi, T["C6_drop"], ">=", c.n)
 
-    broken = [r for r in sweep[1:] if r["z"] < T["C6_z"]]
-    if broken:
-        r = broken[0]
-        t = drop(r)
-        return dict(**t.ledger_kwargs(), threshold=thr,
-                    numbers={**nums, "drop at removal (points)": 100 * t.estimate,
-                             "drop ci95 (points)": [100 * t.ci_lo, 100 * t.ci_hi]},
-                    reason=f"at λ = {r['lam']:g} the median z fell to {r['z']:.2f} with accuracy "
-                           f"{'down' if t.estimate >= 0 else 'up'} {abs(100 * t.estimate):.1f} points "
-                           f"[{100 * t.ci_lo:.1f}, {100 * t.ci_hi:.1f}] against the bar of 10 ({t.word})")
-    costly = [(r, drop(r)) for r in sweep[1:]]
-    costly = [(r, t) for r, t in costly if t.holds]
-    if costly:
-        r, t = costly[0]
-        return dict(holds=True, threshold=thr, numbers={**nums, "drop (points)": 100 * t.estimate},
-                    reason=f"accuracy fell {100 * t.estimate:.1f} points [{100 * t.ci_lo:.1f}, {100 * t.ci_hi:.1f}] at "
-                           f"λ = {r['lam']:g} while the median z was still {r['z']:.2f}")
-    return dict(holds=None, threshold=thr, numbers=nums,
+    rows = sweep[1:]
+    zt, dt = [], []
+    for r in rows:
+        m, lo, hi = median_z_ci(r.get("z_sets", [r["z"]]))
+        zt.append(threshold_from_ci(m, lo, hi, T["C6_z"], "<=", int(np.isfinite(np.asarray(r.get("z_sets", [r["z"]]),
+                                                                                            float)).sum())))
+        dt.append(drop(r))
+    for r, t, d in zip(rows, zt, dt):
+        nums[f"median z ci95 λ={r['lam']:g}"] = [t.ci_lo, t.ci_hi]
+        nums[f"drop ci95 (points) λ={r['lam']:g}"] = [100 * d.ci_lo, 100 * d.ci_hi]
+    state = lambda t: "removed" if t.holds else "detected" if t.word == "fails" else "within noise of 4"
+    desc = "; ".join(f"λ = {r['lam']:g}: median z {t.estimate:.2f} {_ci(t)} ({state(t)}), drop "
+                     f"{100 * d.estimate:+.1f} [{100 * d.ci_lo:.1f}, {100 * d.ci_hi:.1f}] points ({d.word})"
+                     for r, t, d in zip(rows, zt, dt))
+    first_open = next((i for i, t in enumerate(zt) if t.word != "fails"), None)      # first not clearly detected
+    removed = next((i for i, t in enumerate(zt) if t.holds), None)                   # first clearly removed
+    costly = next((i for i, d in enumerate(dt) if d.holds), None)                    # first drop clearly >= 10
+    if removed is not None:
+        nums["drop at removal (points)"] = 100 * dt[removed].estimate
+        nums["drop ci95 (points)"] = [100 * dt[removed].ci_lo, 100 * dt[removed].ci_hi]
+    if costly is not None and (first_open is None or costly <= first_open):
+        nums["drop (points)"] = 100 * dt[costly].estimate
+        return dict(holds=True, threshold=thr, numbers=nums,
+                    reason=f"accuracy fell clearly 10 points or more at λ = {rows[costly]['lam']:g} before the mark was "
+                           f"possibly removed: {desc}")
+    if removed is not None:
+        cand = [i for i in range(first_open, removed + 1) if zt[i].word != "fails"]
+        if all(dt[i].word == "fails" for i in cand):
+            return dict(holds=False, threshold=thr, numbers=nums,
+                        reason=f"the mark was clearly removed by λ = {rows[removed]['lam']:g} while every strength that "
+                               f"may have removed it cost clearly less than 10 points: {desc}")
+        return dict(holds=None, threshold=thr, numbers=nums, reason="",
+                    inconclusive=f"within noise of the bar: the mark was clearly removed by λ = "
+                                 f"{rows[removed]['lam']:g}, but the drop at the strengths that may have removed it "
+                                 f"does not clear 10 points either way: {desc}")
+    if first_open is not None:
+        return dict(holds=None, threshold=thr, numbers=nums, reason="",
+                    inconclusive=f"within noise of the bar: no strength clearly removed the mark, and from λ = "
+                                 f"{rows[first_open]['lam']:g} the median z's interval contains 4 while no drop "
+                                 f"clearly reached 10 points: {desc}")
+    return dict(holds=None, threshold=thr, numbers=nums, reason="",
                 inconclusive=f"the sweep (λ up to {sweep[-1]['lam']:g}) neither removed the mark (min z "
-                             f"{min(r['z'] for r in sweep):.2f}) nor clearly cost 10 points", reason="")
+                             f"{min(r['z'] for r in sweep):.2f}) nor clearly cost 10 points: {desc}")
