@@ -27,7 +27,9 @@ def test_loss(model: LlamaLM, windows: torch.Tensor, batch: int = 256) -> np.nda
 
 @torch.no_grad()
 def drift_profile(model_c: LlamaLM, model_dense: LlamaLM, x: torch.Tensor) -> dict[str, np.ndarray | float]:
-    """e_l, absolute and local errors per block, Σδ, ‖Σε‖ and the amplification factors A_L, A′_L (inputs x [N, T])."""
+    """e_l, absolute and local errors per block, Σδ, ‖Σε‖ and the amplification factors A_L, A′_L (inputs x [N, T]),
+    and the squared norms behind them per window (``abs_sq_w``, ``h_sq_w`` [N, L]; ``vec_sum_sq_w`` [N], the last
+    block's ‖Σ_l ε_l‖²), from which the verdicts bootstrap over test windows."""
     ins, _, outs = collect_block_io(model_dense, x)
     _, _, outs_c = collect_block_io(model_c, x)
     eps = [model_c.blocks[l](ins[l]) - outs[l] for l in range(len(outs))]
@@ -36,10 +38,16 @@ def drift_profile(model_c: LlamaLM, model_dense: LlamaLM, x: torch.Tensor) -> di
     local = np.array([float(e.double().norm()) for e in eps])
     cum_vec = np.array([float(torch.stack(eps[: l + 1]).double().sum(0).norm()) for l in range(len(eps))])
     sum_local = np.cumsum(local)
+    # the same squared norms per window (summed over positions and channels): the verdicts resample windows
+    per_w = lambda t: t.double().pow(2).sum(dim=tuple(range(1, t.dim()))).numpy()
+    abs_sq_w = np.stack([per_w(outs_c[l] - outs[l]) for l in range(len(outs))], axis=1)
     return {"rel": rel, "abs": abs_err, "local": local, "cum_local": sum_local, "vec_sum_local": cum_vec,
             "A_L": float(abs_err[-1] / sum_local[-1]) if sum_local[-1] > 0 else float("nan"),
             "A_prime_L": float(abs_err[-1] / cum_vec[-1]) if cum_vec[-1] > 0 else float("nan"),
-            "fit_sq": float((abs_err ** 2).sum())}
+            "fit_sq": float((abs_err ** 2).sum()),
+            "abs_sq_w": abs_sq_w,                                          # [N, L] ‖ĥ_l − h_l‖² per window
+            "h_sq_w": np.stack([per_w(o) for o in outs], axis=1),          # [N, L] ‖h_l‖² per window
+            "vec_sum_sq_w": per_w(torch.stack(eps).double().sum(0))}       # [N] ‖Σ_l ε_l‖² per window
 
 
 @torch.no_grad()
