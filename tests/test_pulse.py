@@ -542,6 +542,28 @@ def test_blind_predictors_see_no_system_and_a_copy_scores_one():
     assert inf["nn"] > 0.9 and inf["best"] >= inf["ridge"]
 
 
+def test_ecg_rule_needs_the_floor_interval_below_the_target(monkeypatch):
+    """Issue 42: a candidate is chosen only when the 95% interval of its floor over the calibration seeds lies at
+    or below the target; a mean below it with an interval straddling it moves on to the next candidate."""
+    floors = {"card": [0.80, 0.78, 0.82, 0.79, 0.81, 0.80], "closer": [0.58, 0.70, 0.60, 0.71, 0.62, 0.63],
+              "closer+nuisance": [0.60, 0.61, 0.59, 0.62, 0.60, 0.61], "closest+nuisance": [0.5] * 6}
+    seen = []
+    monkeypatch.setattr(E, "ecg_random_floors", lambda cfg, name, seeds: seen.append(name) or np.array(floors[name]))
+    r = E.ecg_difficulty_rule(P.Config.from_profile("smoke"), target=0.65)
+    assert np.mean(floors["closer"]) < 0.65 and r["candidates"]["closer"]["test"].word == "inconclusive"
+    assert r["choice"] == "closer+nuisance" and seen == ["card", "closer", "closer+nuisance"]
+    assert len(E.ECG_CALIB_SEEDS) >= 6 and r["seeds"] == E.ECG_CALIB_SEEDS
+    monkeypatch.setattr(E, "ecg_random_floors", lambda cfg, name, seeds: np.array(floors["card"]))
+    assert E.ecg_difficulty_rule(P.Config.from_profile("smoke"), target=0.65)["choice"] == P.ECG_SETTING_NAMES[-1]
+
+
+def test_card_setting_config_keeps_c3s_methods_only():
+    cfg = P.Config.from_profile("full")
+    card = E.card_setting_cfg(cfg)
+    assert card.ecg_setting == "card" and set(card.ecg_methods) == set(E.C3_METHODS) and card.seed == cfg.seed
+    assert cfg.ecg_setting != "card"
+
+
 def test_c6_with_one_training_run_is_inconclusive():
     r = V.c6(0.05, 0.2, -0.15, -0.2, -0.1, (0.0, 0.3), n_runs=1)
     assert r["holds"] is None and "one training run" in r["inconclusive"]

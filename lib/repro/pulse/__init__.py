@@ -16,8 +16,8 @@ from .evaluate import (C_GRID, bootstrap_drop_diff, finetune_transfer, fit_logre
                        label_subset, linear_probe, loss_flattening, heldout_flattening, masked_r2, probe_objective,
                        reconstruction_r2, ridge_r2, ecg_prediction_ceiling, same_recording_nn_r2,
                        pulse_horizon_r2, blind_forecast_r2, blind_infill_r2, onecycle_tail_share)
-from .experiments import (LABELS, blind_bar, noise_drop_table, noise_seeds, code_swap_test, ecg_predictability, heldout, k3_seeds, random_inits, run_code_swap, swap_errors, make_ecg, make_lorenz, make_ppg, mechanism_r2, per_seed,
-                          random_floor, ecg_random_floor, run_ecg, run_label_efficiency, run_lorenz, run_noise, run_transfer, seeds,
+from .experiments import (LABELS, C3_METHODS, card_setting_cfg, blind_bar, noise_drop_table, noise_seeds, code_swap_test, ecg_predictability, heldout, k3_seeds, random_inits, run_code_swap, swap_errors, make_ecg, make_lorenz, make_ppg, mechanism_r2, per_seed,
+                          random_floor, ecg_random_floor, ecg_random_floors, ecg_difficulty_rule, ECG_CALIB_SEEDS, run_ecg, run_label_efficiency, run_lorenz, run_noise, run_transfer, seeds,
                           summarise, training_quality)
 from .generators import (ECG_CLASSES, ECG_SETTINGS, HAVE_KERNEL, PPG_CLASSES, Dataset, WindowSet, add_nuisance, ecg_dataset,
                          ecgsyn, heart_rate_bpm, integrate_ecg, qrs_peaks, integrate_lorenz, lorenz_dataset, lorenz_sde, lorenz_speed,
@@ -31,7 +31,7 @@ from .verdicts import CLAIMS, CONTROLS
 
 __all__ = [
     "Config", "CLAIMS", "CONTROLS", "ECG_METHODS", "LORENZ_METHODS", "CARD_RHOS", "HARD_RHOS", "LABELS",
-    "ECG_SETTINGS", "ECG_SETTING_NAMES", "ECG_FLOOR_TARGET", "ecg_random_floor",
+    "ECG_SETTINGS", "ECG_SETTING_NAMES", "ECG_FLOOR_TARGET", "ecg_random_floor", "ecg_random_floors", "ecg_difficulty_rule", "ECG_CALIB_SEEDS",
     # generators
     "HAVE_KERNEL", "ECG_CLASSES", "PPG_CLASSES", "Dataset", "WindowSet", "lorenz_sde", "lorenz_speed",
     "integrate_lorenz", "integrate_ecg", "qrs_peaks", "heart_rate_bpm", "sample_subjects", "ecgsyn", "two_channels", "add_nuisance",
@@ -49,5 +49,5 @@ __all__ = [
     # experiments
     "code_swap_test", "seeds", "make_lorenz", "make_ecg", "make_ppg", "mechanism_r2", "run_lorenz", "run_ecg",
     "run_label_efficiency", "run_transfer", "run_noise", "summarise", "per_seed", "random_floor", "heldout",
-    "training_quality", "k3_seeds", "random_inits", "run_code_swap", "swap_errors", "ecg_predictability", "blind_bar", "noise_seeds", "noise_drop_table", "Job", "pretrain_all", "training_jobs",
+    "training_quality", "k3_seeds", "random_inits", "run_code_swap", "swap_errors", "ecg_predictability", "C3_METHODS", "card_setting_cfg", "blind_bar", "noise_seeds", "noise_drop_table", "Job", "pretrain_all", "training_jobs",
 ]

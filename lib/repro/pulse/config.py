@@ -55,8 +55,10 @@ class Config(BaseConfig):
     mae_lorenz_epochs: int = knob(70, ge=1, le=800, doc="MAE's pretraining epochs on Lorenz (twice the others: its "
                                   "masked objective on held-out windows was still falling at 35; MAE's step is the "
                                   "cheapest, so even at twice the steps it spends the least compute)")
-    ecg_setting: str = knob("closer+nuisance", choices=ECG_SETTING_NAMES, doc="ECG class parameters and nuisances (the ECG "
+    ecg_setting: str = knob("closest+nuisance", choices=ECG_SETTING_NAMES, doc="ECG class parameters and nuisances (the ECG "
                             "difficulty rule's choice; generators.ECG_SETTINGS)")
+    c3_card_setting: bool = knob(True, doc="also train C3's methods on the card's ECG setting and report C3 there "
+                                 "(issue 42; the run's setting is the difficulty rule's)")
     ecg_epochs: int = knob(10, ge=1, le=400, doc="pretraining epochs over the ECG training windows (every method)")
     max_train_windows: int = knob(800, ge=16, le=100_000, doc="cap on training windows (stratified)")
     batch_size: int = knob(64, ge=2, le=4096, doc="mini-batch size")

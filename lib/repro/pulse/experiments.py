@@ -333,9 +333,21 @@ def run_code_swap(cfg: Config, lorenz: Run) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run_ecg(cfg: Config) -> Run:
+#: the ECG methods of C3 (PULSE and its four rivals): the ones :func:`card_setting_cfg` trains on the card's task
+C3_METHODS = ("pulse", "simclr", "ts2vec", "mae", "dsvae")
+
+
+def card_setting_cfg(cfg: Config) -> Config:
+    """The config of C3's report on the card's ECG setting (issue 42): the card's class parameters and nuisances,
+    C3's methods only (those of ``cfg.ecg_methods``), everything else as ``cfg``."""
+    import dataclasses
+    return dataclasses.replace(cfg, ecg_setting="card", ecg_methods=tuple(m for m in cfg.ecg_methods if m in C3_METHODS))
+
+
+def run_ecg(cfg: Config, double: bool = True) -> Run:
     """Train every ECG method on every seed; probe accuracy and macro-F1 on subject-disjoint test windows
-    (the ``random`` row is the mean over :func:`random_inits`)."""
+    (the ``random`` row is the mean over :func:`random_inits`). ``double`` adds K4's doubling test on the first
+    seed (:func:`doubling`)."""
     run = Run(pd.DataFrame())
     rows = []
     for s in seeds(cfg):
@@ -360,7 +372,7 @@ def run_ecg(cfg: Config) -> Run:
                     row.update(blind_bar(model, ds, s))
                 if m == "pulse":  # does the ECG decoder use the code at all? (reported beside K4)
                     row.update(swap_errors(model, ds, s, cfg.swap_draws))
-                if m not in ("random", "supervised") and s == seeds(cfg)[0]:
+                if double and m not in ("random", "supervised") and s == seeds(cfg)[0]:
                     row.update(doubling(m, ds, dkey, cfg, s, model, log, pr.acc))
                 sub.append(row)
                 if j == 0:
@@ -523,15 +535,20 @@ def per_seed(table: pd.DataFrame, metric: str, key: str = "method") -> dict[str,
     return {m: p[m].to_numpy() for m in p.columns if p[m].notna().all()}
 
 
-def _untrained_floor(cfg: Config, make_ds, calib_seeds) -> float:
-    """Mean probe accuracy of one untrained encoder per calibration seed on ``make_ds(seed)``: the difficulty
+def _untrained_floors(cfg: Config, make_ds, calib_seeds) -> np.ndarray:
+    """Probe accuracy of one untrained encoder per calibration seed on ``make_ds(seed)``, per seed: the difficulty
     rules' measurement. Trains nothing, so it cannot see any method's result."""
     accs = []
     for s in calib_seeds:
         ds = make_ds(s)
         torch.manual_seed(s)
         accs.append(_probe(_embed_all(build("simclr", ds.n_channels, cfg).encoder, ds), ds).acc)
-    return float(np.mean(accs))
+    return np.asarray(accs, float)
+
+
+def _untrained_floor(cfg: Config, make_ds, calib_seeds) -> float:
+    """The mean of :func:`_untrained_floors`."""
+    return float(np.mean(_untrained_floors(cfg, make_ds, calib_seeds)))
 
 
 def random_floor(cfg: Config, rhos, calib_seeds=(100, 101, 102)) -> float:
@@ -542,11 +559,41 @@ def random_floor(cfg: Config, rhos, calib_seeds=(100, 101, 102)) -> float:
                             calib_seeds)
 
 
+#: calibration seeds of the ECG difficulty rule (issue 42: six, decided with a 95% interval; with three, 100-102
+#: and 103-105 picked different candidates)
+ECG_CALIB_SEEDS = (100, 101, 102, 103, 104, 105)
+
+
+def ecg_random_floors(cfg: Config, setting: str, calib_seeds=ECG_CALIB_SEEDS) -> np.ndarray:
+    """The ECG difficulty rule's measurement, per calibration seed: the random-init encoder's probe accuracy on
+    the ECG task generated with ``setting`` (:data:`repro.pulse.generators.ECG_SETTINGS`)."""
+    return _untrained_floors(cfg, lambda s: ecg_dataset(cfg.n_subjects_ecg, cfg.rec_seconds, cfg.fs, cfg.window,
+                                                        cfg.max_train_windows, seed=s, setting=setting), calib_seeds)
+
+
 def ecg_random_floor(cfg: Config, setting: str, calib_seeds=(100, 101, 102)) -> float:
-    """The ECG difficulty rule's measurement: as :func:`random_floor`, on the ECG task generated with ``setting``
-    (:data:`repro.pulse.generators.ECG_SETTINGS`)."""
-    return _untrained_floor(cfg, lambda s: ecg_dataset(cfg.n_subjects_ecg, cfg.rec_seconds, cfg.fs, cfg.window,
-                                                       cfg.max_train_windows, seed=s, setting=setting), calib_seeds)
+    """The mean of :func:`ecg_random_floors`."""
+    return float(np.mean(ecg_random_floors(cfg, setting, calib_seeds)))
+
+
+def ecg_difficulty_rule(cfg: Config, calib_seeds=ECG_CALIB_SEEDS, target: float | None = None) -> dict:
+    """The ECG difficulty rule (issue 42's form): the candidate settings in their order
+    (:data:`repro.pulse.config.ECG_SETTING_NAMES`), the first whose random-init floor over ``calib_seeds`` has
+    its 95% interval at or below ``target`` (default :data:`repro.pulse.config.ECG_FLOOR_TARGET`); the last if
+    none has. Stops measuring at the chosen one. Returns the choice and every measured candidate's per-seed floors
+    and :class:`repro.common.stats.ThresholdTest`."""
+    from repro.common.stats import decide_threshold
+
+    from .config import ECG_FLOOR_TARGET, ECG_SETTING_NAMES
+    target = ECG_FLOOR_TARGET if target is None else target
+    out, choice = {}, ECG_SETTING_NAMES[-1]
+    for name in ECG_SETTING_NAMES:
+        v = ecg_random_floors(cfg, name, calib_seeds)
+        out[name] = dict(floors=v, test=decide_threshold(v, target, "<="))
+        if out[name]["test"].holds:
+            choice = name
+            break
+    return dict(choice=choice, candidates=out, target=target, seeds=tuple(calib_seeds))
 
 
 def _smoke(cfg: Config) -> str | None:
