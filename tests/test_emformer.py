@@ -340,8 +340,15 @@ def test_long_lead_fallback():
 def test_c1_both_ways():
     h = V.c1([0.1, 0.11, 0.12], [0.2, 0.21, 0.22], [0.5, 0.51, 0.52], [0.8, 0.82, 0.81], 20)
     assert h["holds"] and h["inconclusive"] is None
-    f = V.c1([0.3, 0.31, 0.12], [0.2, 0.21, 0.22], [0.5, 0.51, 0.52], [0.8, 0.82, 0.81], 20)
+    f = V.c1([0.3, 0.31, 0.29], [0.2, 0.21, 0.22], [0.5, 0.51, 0.52], [0.8, 0.82, 0.81], 20)
     assert not f["holds"] and f["inconclusive"] is None
+
+
+def test_c1_count_missed_inside_noise_is_inconclusive():
+    # issue 41: lead 1 lower in 1 of 3 seeds, but the paired CI of the difference contains 0 -> not a failure
+    r = V.c1([0.3, 0.31, 0.12], [0.2, 0.21, 0.22], [0.5, 0.51, 0.52], [0.8, 0.82, 0.81], 20)
+    assert not r["holds"] and r["inconclusive"] and "within seed noise" in r["inconclusive"]
+    assert "missed" in r["inconclusive"] and "lead 1" in r["inconclusive"]
 
 
 def test_c2a_both_ways():
@@ -355,10 +362,28 @@ def test_c2b_c2c_both_ways_and_aa_guard():
     noisy = V.c2b({"speedup": (1.5, 1.4, 1.6), "aa": (1.0, 0.8, 1.3), "ms_merged": 1, "ms_three": 1.5})
     assert noisy["inconclusive"]
     lay = {"ratio": (0.9, 0.85, 0.95), "aa": good_aa, "ms_merged": 1, "ms_three": 1.1}
-    step = {"ratio": (0.98, 0.95, 1.01), "aa": good_aa, "ms_merged": 50, "ms_three": 51}
-    assert V.c2c(lay, step)["holds"]
-    assert not V.c2c(lay, {**step, "ratio": (1.05, 1.0, 1.1)})["holds"]
+    step = {"ratio": (0.97, 0.95, 0.99), "aa": good_aa, "ms_merged": 50, "ms_three": 51}
+    assert V.c2c(lay, step)["holds"] and V.c2c(lay, step)["inconclusive"] is None
+    f = V.c2c(lay, {**step, "ratio": (1.05, 1.02, 1.1)})
+    assert not f["holds"] and f["inconclusive"] is None
     assert V.c2c(lay, step, smoke=True)["inconclusive"]
+
+
+def test_c2b_c2c_band_across_the_bar_is_inconclusive():
+    # issue 41: a point estimate past the bar decides nothing while its bootstrap band contains the bar
+    good_aa = (1.0, 0.98, 1.02)
+    above = V.c2b({"speedup": (1.33, 1.26, 1.41), "aa": good_aa, "ms_merged": 1, "ms_three": 1.33})
+    below = V.c2b({"speedup": (1.27, 1.2, 1.35), "aa": good_aa, "ms_merged": 1, "ms_three": 1.27})
+    for r in (above, below):
+        assert r["holds"] is None and "within noise of the bar" in r["inconclusive"]
+    assert V.c2b({"speedup": (1.2, 1.1, 1.29), "aa": good_aa, "ms_merged": 1, "ms_three": 1.2})["holds"] is False
+    lay = {"ratio": (0.9, 0.85, 0.95), "aa": good_aa, "ms_merged": 1, "ms_three": 1.1}
+    step = {"ratio": (0.98, 0.95, 1.01), "aa": good_aa, "ms_merged": 50, "ms_three": 51}
+    r = V.c2c(lay, step)
+    assert r["holds"] is None and "full step" in r["inconclusive"] and "within noise" in r["inconclusive"]
+    # a band that touches the bar is not clear of it either way
+    r = V.c2c(lay, {**step, "ratio": (1.05, 1.0, 1.1)})
+    assert r["holds"] is None and r["inconclusive"]
 
 
 def test_c3_both_ways():
@@ -385,8 +410,17 @@ def test_c4b_both_ways():
 
 def test_c5_both_ways():
     assert V.c5([0.5, 0.51, 0.49], [0.6, 0.62, 0.61], 20)["holds"]
-    f = V.c5([0.7, 0.71, 0.49], [0.6, 0.62, 0.61], 20)
+    f = V.c5([0.7, 0.71, 0.69], [0.6, 0.62, 0.61], 20)
     assert not f["holds"] and f["inconclusive"] is None
+
+
+def test_c5_count_missed_inside_noise_is_inconclusive():
+    # issue 41: lower in 1 of 3 seeds, paired CI contains 0 -> inconclusive, not fails
+    r = V.c5([0.7, 0.71, 0.49], [0.6, 0.62, 0.61], 20)
+    assert not r["holds"] and "within seed noise" in r["inconclusive"] and "missed" in r["inconclusive"]
+    # count met (2 of 3) inside seed noise: inconclusive as before
+    r = V.c5([0.5, 0.51, 0.7], [0.6, 0.62, 0.61], 20)
+    assert not r["holds"] and "met" in r["inconclusive"]
 
 
 def test_c6_both_ways():

@@ -4,12 +4,15 @@ Each function returns the keyword arguments of :meth:`repro.common.Ledger.contro
 :meth:`~repro.common.Ledger.record`; reasons are sentences computed from the numbers, thresholds are the card's
 (:data:`THRESHOLDS`). RMSEs are latitude-weighted RMSEs of h in anomaly-std units; "lead k" is k 6-hour steps.
 
-Rules (CONTRIBUTING, "Seed-count rules and noise"): a claim decided by a seed count ("in ≥ 2/3 seeds") holds only
-when the count is met *and* the paired 95 % CI (:func:`repro.common.compare_paired`) says ``better``; a count met
-inside seed noise is ``inconclusive``; a count missed ``fails``. Relative thresholds ("≥ 10 % lower", "within
-+5 %") are paired comparisons against the scaled reference (e.g. RMSE_FT vs 0.9 × RMSE_ref). Fewer than two seeds
-decide no comparison. Timing claims are inconclusive in the smoke profile and whenever the A/A ratio's 95 % band
-leaves ±5 % (card, Risks).
+Rules (CONTRIBUTING, "Seed-count rules and noise"; issue 41): a claim decided by a seed count ("in ≥ 2/3 seeds")
+holds only when the count is met *and* the paired 95 % CI (:func:`repro.common.compare_paired`) says ``better``; it
+fails only when the count is missed *and* the paired CI says ``worse``; anything else (a count met inside seed noise,
+or a count missed while the CI contains 0) is ``inconclusive``. Relative thresholds ("≥ 10 % lower", "within +5 %")
+are paired comparisons against the scaled reference (e.g. RMSE_FT vs 0.9 × RMSE_ref). Fewer than two seeds decide no
+comparison. Timing thresholds (C2b ≥ 1.3 ×, C2c ≤ 1) are decided on the bootstrap 95 % band of the median ratio over
+interleaved timing runs (:func:`repro.common.stats.threshold_from_ci`): holds when the band clears the bar, fails
+when it lies wholly on the other side, else inconclusive (within noise of the bar). Timing claims are also
+inconclusive in the smoke profile and whenever the A/A ratio's 95 % band leaves ±5 % (card, Risks).
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from repro.common import compare_paired
+from repro.common.stats import threshold_from_ci
 
 THRESHOLDS = {
     "K1_pers": 0.6, "K1_clim": 0.3,            # lead-1 RMSE <= 0.6 × persistence and <= 0.3 × climatology
@@ -76,20 +80,32 @@ def _few(n: int) -> str | None:
     return (f"only {n} seed: a paired comparison needs at least 2 (the full profile runs 3)" if n < 2 else None)
 
 
-def _count_rule(a: np.ndarray, b: np.ndarray, frac: float, what: str) -> tuple[bool | None, dict, str]:
-    """a lower than b (RMSE) in >= frac of seeds and paired CI below 0. Returns (holds or None, numbers, text)."""
+def _count_rule(a: np.ndarray, b: np.ndarray, frac: float, what: str) -> tuple[bool | None, dict, str, str]:
+    """a lower than b (RMSE) in >= frac of seeds, by the seed-count rule (issue 41): holds when the count is met and
+    the paired CI says ``better``, fails when it is missed and the paired CI says ``worse``, else None
+    (inconclusive). Returns (holds or None, numbers, text, why it is inconclusive or "")."""
     n = a.size
     wins, need = int((a < b).sum()), math.ceil(frac * n - 1e-9)
     cmp = compare_paired(a, b, higher_is_better=False)
-    if wins >= need and cmp.better:
+    met = wins >= need
+    if met and cmp.better:
         v = True
-    elif wins < need:
+    elif not met and cmp.worse:
         v = False
     else:
         v = None
     txt = (f"{what}: {a.mean():.4f} vs {b.mean():.4f} (diff {-cmp.mean_diff:+.4f}, 95 % CI "
            f"[{-cmp.ci_hi:+.4f}, {-cmp.ci_lo:+.4f}], {cmp.word}); lower in {wins} of {n} seeds (needs {need})")
-    return v, {f"{what} wins": f"{wins} of {n}", **cmp.numbers(what)}, txt
+    why = "" if v is not None else (
+        f"{what}: the seed count is {'met' if met else 'missed'} ({wins} of {n}, needs {need}) but the paired 95 % CI "
+        f"[{-cmp.ci_hi:+.4f}, {-cmp.ci_lo:+.4f}] " + ("contains 0: within seed noise" if cmp.word == "no measurable difference"
+                                                     else f"says {cmp.word}: the count and the CI disagree"))
+    return v, {f"{what} wins": f"{wins} of {n}", **cmp.numbers(what)}, txt, why
+
+
+def _timing(ratio: Sequence[float], bar: float, direction: str):
+    """A timing ratio (estimate, band lo, band hi) against its bar, by the band (issue 41)."""
+    return threshold_from_ci(ratio[0], ratio[1], ratio[2], bar, direction)
 
 
 # ----------------------------------------------------------------------------- controls
@@ -179,14 +195,19 @@ def k4(max_abs_s: Sequence[float], max_w: Sequence[float]) -> dict:
 # ----------------------------------------------------------------------------- claims
 
 def c1(em1, vit1, em_long, vit_long, lead: int) -> dict:
+    """Per-seed h-RMSE at lead 1 and the long lead of EMFormer and the ViT: the seed-count rule at each lead; holds
+    when both hold, fails when either fails, else inconclusive."""
     a1, b1, aL, bL = (np.asarray(x, float) for x in (em1, vit1, em_long, vit_long))
-    v1, n1, t1 = _count_rule(a1, b1, T["C1_frac"], "lead 1")
-    vL, nL, tL = _count_rule(aL, bL, T["C1_frac"], f"lead {lead}")
+    v1, n1, t1, w1 = _count_rule(a1, b1, T["C1_frac"], "lead 1")
+    vL, nL, tL, wL = _count_rule(aL, bL, T["C1_frac"], f"lead {lead}")
     holds = v1 is True and vL is True
+    failed = v1 is False or vL is False
     inconc = _few(a1.size)
-    if not inconc and not holds and v1 is not False and vL is not False:
-        inconc = "the seed counts are met but a paired CI includes 0: " + t1 + "; " + tL
-    return dict(holds=holds, threshold="EMFormer < ViT RMSE at lead 1 and 20 in >= 2/3 seeds, paired CI below 0",
+    if not inconc and not holds and not failed:
+        inconc = "; ".join(w for w in (w1, wL) if w)
+    return dict(holds=holds,
+                threshold="EMFormer < ViT RMSE at lead 1 and 20 in >= 2/3 seeds, paired CI below 0 (fails: count "
+                          "missed and paired CI above 0)",
                 numbers={"EMFormer lead-1": float(a1.mean()), "ViT lead-1": float(b1.mean()),
                          f"EMFormer lead-{lead}": float(aL.mean()), f"ViT lead-{lead}": float(bL.mean()), **n1, **nL},
                 reason=f"EMFormer vs ViT h-RMSE at {t1}; at {tL}", inconclusive=inconc, needs=("K1", "K2"))
@@ -211,32 +232,61 @@ def _aa_problem(aa: tuple, smoke: bool) -> str | None:
     return None
 
 
+def _word_kwargs(word: str, noise: str) -> dict:
+    """``holds``/``inconclusive`` of a claim from its three-valued word; ``noise`` is the inconclusive reason."""
+    return dict(holds=None if word == "inconclusive" else word == "holds",
+                inconclusive=noise if word == "inconclusive" else None)
+
+
 def c2b(t: dict, smoke: bool = False) -> dict:
+    """Inference timing: ``t["speedup"]`` = (median three / merged, bootstrap band lo, hi) over interleaved runs.
+    Decided on the band (issue 41): holds when it lies at or above 1.3 ×, fails when wholly below, else
+    inconclusive."""
     r, lo, hi = t["speedup"]
-    ok = r >= T["C2b_speedup"]
+    test = _timing(t["speedup"], T["C2b_speedup"], ">=")
+    # timings stay strings with "×" (the determinism re-run blanks them); the band is the CI that decides
     nums = {"three / merged": f"{r:.2f} ×", "95 % band": f"{lo:.2f} × – {hi:.2f} ×",
             "A/A": f"{t['aa'][0]:.3f} × ({t['aa'][1]:.3f} × – {t['aa'][2]:.3f} ×)",
             "merged": f"{t['ms_merged']:.3f} ms", "three": f"{t['ms_three']:.3f} ms"}
-    return dict(holds=None if smoke else ok, threshold=f"median three-branch / merged-once time >= {T['C2b_speedup']} ×",
-                numbers=nums, inconclusive=_aa_problem(t["aa"], smoke),
-                reason=f"inference with the kernel merged once is {r:.2f} × faster than three convs (median of "
-                       f"interleaved runs, bootstrap band [{lo:.2f}, {hi:.2f}]), {'at or above' if ok else 'below'} "
-                       f"the card's {T['C2b_speedup']} ×")
+    side = {"holds": "at or above", "fails": "wholly below", "inconclusive": "across"}[test.word]
+    reason = (f"inference with the kernel merged once is {r:.2f} × faster than three convs (median of interleaved "
+              f"runs, bootstrap band [{lo:.2f}, {hi:.2f}]): the band lies {side} the card's {T['C2b_speedup']} ×")
+    if test.word == "inconclusive":
+        reason += ", within noise of the bar"
+    guard = _aa_problem(t["aa"], smoke)
+    if guard:
+        return dict(holds=None, threshold=f"median three-branch / merged-once time >= {T['C2b_speedup']} × "
+                    "(95 % band)", numbers=nums, inconclusive=guard, reason=reason)
+    return dict(threshold=f"median three-branch / merged-once time >= {T['C2b_speedup']} × (95 % band)",
+                numbers=nums, reason=reason, **_word_kwargs(test.word, reason))
 
 
 def c2c(layer: dict, step: dict, smoke: bool = False) -> dict:
+    """Training timing: ``layer["ratio"]`` and ``step["ratio"]`` = (median merged / three, band lo, hi). Each is
+    decided on its band against <= 1 (issue 41); holds when both hold, fails when either band lies wholly above 1,
+    else inconclusive."""
     rl, rs = layer["ratio"][0], step["ratio"][0]
-    ok_l, ok_s = rl <= T["C2c_ratio"], rs <= T["C2c_ratio"]
+    tl, ts = _timing(layer["ratio"], T["C2c_ratio"], "<="), _timing(step["ratio"], T["C2c_ratio"], "<=")
+    words = (tl.word, ts.word)
+    word = "fails" if "fails" in words else "holds" if words == ("holds", "holds") else "inconclusive"
     nums = {"layer merged / three": f"{rl:.3f} ×", "step merged / three": f"{rs:.3f} ×",
+            "layer 95 % band": f"{layer['ratio'][1]:.3f} × – {layer['ratio'][2]:.3f} ×",
+            "step 95 % band": f"{step['ratio'][1]:.3f} × – {step['ratio'][2]:.3f} ×",
             "layer A/A": f"{layer['aa'][0]:.3f} ×", "step A/A": f"{step['aa'][0]:.3f} ×",
             "layer merged": f"{layer['ms_merged']:.3f} ms", "step merged": f"{step['ms_merged']:.1f} ms",
             "step three": f"{step['ms_three']:.1f} ms"}
-    inconc = _aa_problem(layer["aa"], smoke) or _aa_problem(step["aa"], smoke)
-    return dict(holds=None if smoke else (ok_l and ok_s), threshold="median merged / three-branch training time <= 1, per layer and full step",
-                numbers=nums, inconclusive=inconc,
-                reason=f"re-merging every step takes {rl:.3f} × the three-branch time per layer "
-                       f"(band [{layer['ratio'][1]:.3f}, {layer['ratio'][2]:.3f}]) and {rs:.3f} × for the full "
-                       f"training step (band [{step['ratio'][1]:.3f}, {step['ratio'][2]:.3f}])")
+    reason = (f"re-merging every step takes {rl:.3f} × the three-branch time per layer "
+              f"(band [{layer['ratio'][1]:.3f}, {layer['ratio'][2]:.3f}], {tl.word}) and {rs:.3f} × for the full "
+              f"training step (band [{step['ratio'][1]:.3f}, {step['ratio'][2]:.3f}], {ts.word}) against the bar "
+              f"{T['C2c_ratio']:g}")
+    if word == "inconclusive":
+        unsure = [n for n, t_ in (("per layer", tl), ("full step", ts)) if t_.word == "inconclusive"]
+        reason += f": the {' and '.join(unsure)} band contains {T['C2c_ratio']:g}, within noise of the bar"
+    thr = "median merged / three-branch training time <= 1 (95 % band), per layer and full step"
+    guard = _aa_problem(layer["aa"], smoke) or _aa_problem(step["aa"], smoke)
+    if guard:
+        return dict(holds=None, threshold=thr, numbers=nums, inconclusive=guard, reason=reason)
+    return dict(threshold=thr, numbers=nums, reason=reason, **_word_kwargs(word, reason))
 
 
 def c3(ft1, pre1, ftL, preL, dampL, ftacc, preacc, ctlL, ctl1, lead: int) -> dict:
@@ -307,9 +357,10 @@ def c4b(accL, bpttL, lead: int) -> dict:
 
 def c5(compL, mseL, lead: int) -> dict:
     a, b = np.asarray(compL, float), np.asarray(mseL, float)
-    v, nums, txt = _count_rule(a, b, T["C5_frac"], f"composite vs MSE lead {lead}")
-    inconc = _few(a.size) or ("seed count met inside seed noise: " + txt if v is None else None)
-    return dict(holds=v is True, threshold="composite < MSE lead-20 RMSE in >= 2/3 seeds, paired CI below 0",
+    v, nums, txt, why = _count_rule(a, b, T["C5_frac"], f"composite vs MSE lead {lead}")
+    inconc = _few(a.size) or (why if v is None else None)
+    return dict(holds=v is True, threshold="composite < MSE lead-20 RMSE in >= 2/3 seeds, paired CI below 0 (fails: "
+                "count missed and paired CI above 0)",
                 numbers={"composite": float(a.mean()), "MSE": float(b.mean()), **nums}, reason=txt,
                 inconclusive=inconc, needs=("K1", "K2", "K4"))
 
