@@ -289,46 +289,163 @@ def test_finetuning_stops_at_its_criterion(tmp_path, monkeypatch):
     assert info["steps"] == 2 and info["criterion_met"] and info["heldout_acc"] == 1.0
 
 
+def table(rates, m: int = 480, seed: int = 0) -> np.ndarray:
+    """A seed × item 0/1 table whose row r has exactly round(rates[r] * m) ones, shuffled (what the notebook passes:
+    one row per fine-tuning seed, one column per evaluation board, string or pair)."""
+    g = np.random.default_rng(seed)
+    rows = [np.r_[np.ones(int(round(r * m))), np.zeros(m - int(round(r * m)))] for r in rates]
+    return np.stack([g.permutation(r) for r in rows])
+
+
+def errors(maes, m: int = 480, seed: int = 0) -> np.ndarray:
+    """A seed × board table of absolute errors (exponential, each row rescaled to its MAE)."""
+    g = np.random.default_rng(seed)
+    e = g.exponential(size=(len(maes), m))
+    return e / e.mean(1, keepdims=True) * np.asarray(maes, float)[:, None]
+
+
 def test_c1_holds_and_fails():
-    assert V.c1([0.99, 0.98, 0.97], [0.02, 0.0, 0.2], [0.0] * 3, [1.0] * 3)["holds"]   # 2 of 3 seeds suffice
-    assert not V.c1([0.99, 0.98, 0.97], [0.02, 0.3, 0.2], [0.0] * 3, [1.0] * 3)["holds"]
-    assert not V.c1([0.99], [0.02], [0.0], [0.5])["holds"]
+    assert V.c1([0.99, 0.98, 0.97], [0.02, 0.0, 0.03], [0.0] * 3, [1.0] * 3)["holds"]
+    r = V.c1([0.99, 0.98, 0.97], [0.4, 0.5, 0.45], [0.0] * 3, [1.0] * 3)
+    assert r["holds"] is False and "lies wholly above 10.0 %" in r["reason"]
+    # seed × board tables (the notebook's input): the two-level bootstrap decides both ways far from the bars
+    assert V.c1(table([0.99, 0.98, 1.0]), table([0.02, 0.0, 0.01]), table([0.0] * 3), table([1.0] * 3, 960))["holds"]
+    assert V.c1(table([0.99, 0.98, 1.0]), table([0.6, 0.5, 0.7]), table([0.0] * 3), table([1.0] * 3))["holds"] is False
+    one = V.c1([0.99], [0.02], [0.0], [0.5])        # one seed: no interval over seeds
+    assert one["holds"] is None and "1 fine-tuning seed" in one["inconclusive"]
+
+
+def test_c1_is_inconclusive_within_noise_of_the_bar():
+    """Issue 41: VX accuracies 5 / 10 / 15 % around the 10 % bar (mean 10 %, 2 of 3 seeds at or below it: the old
+    rule, mean and count, said holds): the interval over seeds × boards contains 10 %, so nothing is decided."""
+    r = V.c1(table([0.99, 0.98, 1.0]), table([0.05, 0.10, 0.15]), table([0.0] * 3), table([1.0] * 3))
+    lo, hi = r["numbers"]["VX acc ci95"]
+    assert r["holds"] is None and lo < 0.10 < hi and "within noise of the bar" in r["inconclusive"]
+    assert "VX 10.0 %" in r["inconclusive"] and "contains the bar 10.0 %" in r["inconclusive"]
+    # the old input, 2 of 3 seeds at <= 10 % with one at 20 %: the old rule said holds; the t interval says noise
+    assert V.c1([0.99, 0.98, 0.97], [0.02, 0.0, 0.2], [0.0] * 3, [1.0] * 3)["holds"] is None
+
+
+def test_decide_needs_the_count_for_holds_and_for_fails():
+    """The card's seed count stays a further condition on both sides: intervals that clear the bar with the count
+    missed, or lie beyond it with the count met, are inconclusive."""
+    clear = V.interval_test([0.95, 0.96, 0.97], 0.9, ">=")
+    beyond = V.interval_test([0.5, 0.55, 0.6], 0.9, ">=")
+    assert clear.word == "holds" and beyond.word == "fails"
+    assert V.decide([("x", clear, V._pct)], [True, True, False])["holds"] is True
+    d = V.decide([("x", clear, V._pct)], [True, False, False])
+    assert d["holds"] is None and "seed count is missed" in d["inconclusive"] and "1 of 3" in d["inconclusive"]
+    assert V.decide([("x", beyond, V._pct)], [False, False, True])["holds"] is False
+    d = V.decide([("x", beyond, V._pct)], [True, True, False])
+    assert d["holds"] is None and "seeds disagree" in d["inconclusive"]
 
 
 def test_c2_holds_fails_and_says_input_level():
-    r = V.c2([1.0, 0.95], [0.95, 0.92], [0.999, 0.998], FLOORS)
+    r = V.c2([1.0, 0.99, 1.0], [0.98, 0.97, 0.99], [0.9995, 0.9990, 0.9992], FLOORS)
     assert r["holds"] and "input-level" in r["reason"]
-    assert not V.c2([0.5, 0.6], [0.95, 0.92], [0.999, 0.998], FLOORS)["holds"]
-    assert not V.c2([1.0], [1.0], [0.99], FLOORS)["holds"]
+    r = V.c2([0.5, 0.6, 0.55], [0.95, 0.96, 0.97], [0.9995, 0.9990, 0.9992], FLOORS)
+    assert r["holds"] is False and "lost per-cell information" in r["reason"]
+    assert V.c2([1.0], [1.0], [0.99], FLOORS)["holds"] is None
+    patch = {g: np.full((3, 480), 0.9995) for g in ("ID", "VX", "FX")}
+    assert V.c2(table([1.0, 0.99, 1.0]), table([0.98, 0.97, 0.99], 280), patch, FLOORS)["holds"]
+
+
+def test_c2_is_inconclusive_when_a_regime_straddles_the_patch_bar():
+    """Issue 41, 'patch accuracy >= 99.7 % in every regime', each regime by its own interval over seeds × boards:
+    FX boards with one wrong patch in 36 on about 11 % of boards (99.69 % of patches) scatter across the bar."""
+    ok = np.full((3, 280), 1.0)
+    fx = 1 - table([0.10, 0.11, 0.12], 280) / 36
+    r = V.c2(table([1.0, 0.99, 1.0]), table([0.98, 0.97, 0.99], 280), {"ID": ok, "VX": ok, "FX": fx}, FLOORS)
+    lo, hi = r["numbers"]["patch acc FX ci95"]
+    assert r["holds"] is None and lo < 0.997 < hi and "patch accuracy FX" in r["inconclusive"]
+    assert "input-level" not in r["inconclusive"] and "lost" not in r["inconclusive"]
 
 
 def test_c3_holds_and_fails():
-    assert V.c3([0.5, 1.0, 3.0], [3.0] * 3, FLOORS)["holds"]
-    assert not V.c3([2.5, 1.0, 3.0], [3.0] * 3, FLOORS)["holds"]
+    assert V.c3([0.5, 0.6, 0.4], [3.0] * 3, FLOORS)["holds"]
+    assert V.c3([3.0, 3.2, 2.9], [3.0] * 3, FLOORS)["holds"] is False
+    assert V.c3(errors([0.5, 0.6, 0.4]), [3.0] * 3, FLOORS)["holds"]
+    # the old input (MAE 0.5 / 1.0 / 3.0: 2 of 3 under 2) is noise around the bar over three seeds
+    assert V.c3([0.5, 1.0, 3.0], [3.0] * 3, FLOORS)["holds"] is None
+
+
+def test_c3_is_inconclusive_within_noise_of_the_bar():
+    r = V.c3(errors([1.8, 2.0, 2.2]), [3.0] * 3, FLOORS)
+    lo, hi = r["numbers"]["ridge MAE VX ci95"]
+    assert r["holds"] is None and lo < 2.0 < hi and "within noise of the bar" in r["inconclusive"]
 
 
 def test_c4_holds_fails_and_is_inconclusive_without_text_eq():
-    assert V.c4([0.8, 0.9], [0.0, 0.05], [0.95], [0.8, 0.9], [0.1, 0.1])["holds"]
+    assert V.c4([0.85, 0.88, 0.86], [0.0, 0.02, 0.01], [0.95], [0.8, 0.9, 0.85], [0.1, 0.1, 0.1])["holds"]
     r = V.c4([0.53, 0.55], [0.0, 0.05], [0.95], [0.1, 0.1], [0.05, 0.05])
-    assert not r["holds"] and r["inconclusive"] is None
+    assert r["holds"] is False and r["inconclusive"] is None
     assert V.c4([0.8], [0.0], [0.6], [0.8], [0.1])["inconclusive"]
 
 
+def test_c4_is_inconclusive_within_noise_of_the_bar():
+    r = V.c4(table([0.70, 0.75, 0.80], 400), table([0.0] * 3), [0.95], [0.5] * 3, [0.1] * 3)
+    lo, hi = r["numbers"]["VX EQ acc ci95"]
+    assert r["holds"] is None and lo < 0.75 < hi and "VX comparison accuracy" in r["inconclusive"]
+    assert V.c4(table([0.85, 0.88, 0.86], 400), table([0.0] * 3), [0.95], [0.5] * 3, [0.1] * 3)["holds"]
+
+
 def test_c5a_holds_and_fails():
-    assert V.c5a([0.7, 0.8, 0.4], [10, 11, 12], 17.5)["holds"]
-    assert not V.c5a([0.1, 0.04, 0.6], [16, 17, 12], 17.5)["holds"]
+    assert V.c5a([0.7, 0.8, 0.75], [10, 11, 12], 17.5)["holds"]
+    assert V.c5a([0.1, 0.04, 0.07], [16, 17, 12], 17.5)["holds"] is False
+    # "> 50 %" is strict: an interval at exactly 50 % lies wholly at or below the bar
+    assert V.c5a([0.5, 0.5, 0.5], [12, 12, 12], 17.5)["holds"] is False
+
+
+def test_c5a_is_inconclusive_within_noise_of_the_bar():
+    r = V.c5a(table([0.45, 0.50, 0.56]), [12, 12, 12], 17.5)
+    lo, hi = r["numbers"]["VX answers in 0-11 ci95"]
+    assert r["holds"] is None and lo < 0.5 < hi and "within noise" in r["inconclusive"]
+    assert V.c5a(table([0.7, 0.8, 0.75]), [10, 11, 12], 17.5)["holds"]
 
 
 def test_c5b_holds_and_fails():
-    assert V.c5b([0.1, 0.2], [0.9, 0.85])["holds"]
-    assert not V.c5b([0.6, 0.5], [0.9, 0.85])["holds"]
-    assert not V.c5b([0.1, 0.2], [0.5, 0.6])["holds"]
+    assert V.c5b([0.1, 0.12, 0.11], [0.9, 0.88, 0.89])["holds"]
+    assert V.c5b([0.6, 0.55, 0.58], [0.9, 0.88, 0.89])["holds"] is False
+    assert V.c5b([0.1, 0.12, 0.11], [0.5, 0.55, 0.52])["holds"] is False
+
+
+def test_c5b_is_inconclusive_within_noise_of_the_bar():
+    r = V.c5b(table([0.1, 0.12, 0.11]), table([0.75, 0.80, 0.85], 240))
+    lo, hi = r["numbers"]["VX text within ±2 ci95"]
+    assert r["holds"] is None and lo < 0.8 < hi and "held-out VX text states" in r["inconclusive"]
 
 
 def test_c6_holds_fails_and_needs_the_control_run():
-    assert V.c6([0.9, 0.8, 0.5], [0.0] * 3)["holds"]
-    assert not V.c6([0.5, 0.6, 0.9], [0.0] * 3)["holds"]
+    assert V.c6([0.9, 0.85, 0.88], [0.0] * 3)["holds"]
+    assert V.c6([0.5, 0.55, 0.45], [0.0] * 3)["holds"] is False
     assert V.c6(None, [0.0])["inconclusive"]
+    # the old input (0.9 / 0.8 / 0.5: 2 of 3 seeds >= 70 %) is within noise of the bar over three seeds
+    assert V.c6([0.9, 0.8, 0.5], [0.0] * 3)["holds"] is None
+
+
+def test_c6_is_inconclusive_within_noise_of_the_bar():
+    r = V.c6(table([0.65, 0.70, 0.75]), table([0.0] * 3))
+    lo, hi = r["numbers"]["unified VX acc ci95"]
+    assert r["holds"] is None and lo < 0.7 < hi and "within noise" in r["inconclusive"]
+    assert V.c6(table([0.85, 0.90, 0.95]), table([0.0] * 3))["holds"]
+
+
+def test_item_table_matches_the_regime_summaries(blind):
+    """The per-item numbers the claims resample average to the regime summaries the chapter already reports."""
+    cfg, ev, vlm, _, _ = blind
+    res = fm.experiments.analyse_vlm(cfg, vlm, ev, seed=0)
+    it = fm.experiments.item_table(cfg, ev, res)
+    for g in ("ID", "VX", "FX"):
+        assert it[f"{g} hit"].mean() == pytest.approx(res["regime"][g]["acc"])
+        assert it[f"patch acc {g}"].mean() == pytest.approx(res["patch_probe"][g]["patch_acc"])
+    for g in ("VX", "FX"):
+        assert it[f"probe {g} hit"].mean() == pytest.approx(res["patch_probe"][g]["count_acc"])
+    assert it["text hit"].mean() == pytest.approx(res["text_num"])
+    assert it["ridge VX error"].mean() == pytest.approx(res["ridge_vision"]["VX"]["mae"])
+    assert it["EQ VX hit"].mean() == pytest.approx(res["eq"]["VX"]["acc"])
+    assert it["VX in ID"].mean() == pytest.approx(res["collapse_share"])
+    assert it["C5b image within"].mean() == pytest.approx(res["c5b"]["img_within"])
+    assert it["C5b text within"].mean() == pytest.approx(res["c5b"]["text_within"])
 
 
 def test_claims_and_controls_ids():

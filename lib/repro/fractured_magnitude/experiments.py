@@ -73,16 +73,17 @@ def text_side(model, ev: EvalSets) -> dict:
     said = answer_equal(model, ev.text_eq)
     return {"text_num": float((pred == ev.text_num.n).mean()),
             "text_eq": float((said == (ev.text_eq.n == ev.text_eq.n_text)).mean()), "h_txt": h,
-            "n_txt": ev.text_num.n}
+            "n_txt": ev.text_num.n, "text_num_hit": pred == ev.text_num.n}
 
 
 def eq_side(model, ev: EvalSets) -> dict:
-    """Image EQ accuracy per regime, the rate of 'equal' answers on positives and negatives, accuracy by |Δ|."""
+    """Image EQ accuracy per regime (and ``hit``, whether each pair was answered right), the rate of 'equal'
+    answers on positives and negatives, accuracy by |Δ|."""
     out = {}
     for name, b in ev.eq.items():
         said = answer_equal(model, b)
         pos = b.n == b.n_text
-        out[name] = {"acc": float((said == pos).mean()), "equal_on_pos": float(said[pos].mean()),
+        out[name] = {"acc": float((said == pos).mean()), "hit": said == pos, "equal_on_pos": float(said[pos].mean()),
                      "equal_on_neg": float(said[~pos].mean()),
                      "by_gap": eq_accuracy_by_gap(b.n, b.n_text, said)}
     return out
@@ -124,6 +125,7 @@ def patch_probe_by_regime(cfg, tok_fit, boards_fit, tok_ev, boards_ev, n_ev, rng
     for name, (lo, hi) in regimes(cfg).items():
         m = (n_ev >= lo) & (n_ev <= hi)
         out[name] = patch_scores(pb[m], boards_ev[m])
+        out[name]["patch_acc_board"] = (pb[m] == (boards_ev[m] == BLACK)).mean(1)   # per board, for the CIs
     out["count_pred"] = pb.sum(1)
     out.update(permutation_null(pb, boards_ev, rng))
     return out
@@ -170,6 +172,7 @@ def fractured_map(cfg, h_img, n_img, h_txt, n_txt) -> dict:
     img0 = centroid_map_analysis(h_img, n_img, h_txt[a], n_txt[a], ID, VX, TXT, prior="zero")
     txt0 = centroid_map_analysis(h_txt[b], n_txt[b], h_txt[a], n_txt[a], ID, VX, TXT, prior="zero")
     return {"img_within": img["within"], "img_exact": img["exact"], "text_within": img["text_within"],
+            "text_within_hit": img["text_within_hit"],
             "text_map_within": txt["within"], "decoded": img["decoded"], "true": img["true"],
             "img_within_plain": img0["within"], "text_map_within_plain": txt0["within"]}
 
@@ -180,6 +183,34 @@ def cka_id_vx(cfg, h_img, n_img, h_txt, n_txt) -> dict:
     VX = list(range(cfg.vision_boundary + 1, cfg.text_boundary + 1))
     return {name: linear_cka(centroids(h_img, n_img, ks), centroids(h_txt, n_txt, ks))
             for name, ks in (("ID", ID), ("VX", VX))}
+
+
+def item_table(cfg, ev: EvalSets, res: dict) -> dict[str, np.ndarray]:
+    """Per-item numbers of one fine-tuned VLM (``analyse_vlm``'s result) that the claims' confidence intervals
+    resample (issue 41: seeds *and* test items), each a 1-d array over the evaluation items of one regime:
+
+    ``{g} hit`` (exact count right, g in ID/VX/FX, boards), ``text hit`` (text NUM, strings 0..text_boundary),
+    ``probe {g} hit`` (the patch probe's count right, VX/FX), ``patch acc {g}`` (the probe's patch accuracy per
+    board, every regime), ``ridge VX error`` (|ridge prediction - n| per VX board), ``EQ VX hit`` (VX image-string
+    pairs answered right), ``VX in ID`` (the VX answer lies in 0..vision_boundary), ``C5b image within`` (mapped
+    VX image state decoded within ±2) and ``C5b text within`` (held-out VX text state decoded within ±2).
+    Nothing is measured anew: these are the numbers whose means the regime summaries already report."""
+    n = ev.num.n
+    out = {}
+    for g, (lo, hi) in regimes(cfg).items():
+        m = (n >= lo) & (n <= hi)
+        out[f"{g} hit"] = (res["pred"][m] == n[m]).astype(float)
+        out[f"patch acc {g}"] = np.asarray(res["patch_probe"][g]["patch_acc_board"], float)
+        if g != "ID":
+            out[f"probe {g} hit"] = (res["patch_probe"]["count_pred"][m] == n[m]).astype(float)
+    vx = (n > cfg.vision_boundary) & (n <= cfg.text_boundary)
+    out["text hit"] = np.asarray(res["text_num_hit"], float)
+    out["ridge VX error"] = np.abs(res["ridge_vision"]["pred"][vx] - n[vx])
+    out["EQ VX hit"] = np.asarray(res["eq"]["VX"]["hit"], float)
+    out["VX in ID"] = (res["pred"][vx] <= cfg.vision_boundary).astype(float)
+    out["C5b image within"] = (np.abs(res["c5b"]["decoded"] - res["c5b"]["true"]) <= 2).astype(float)
+    out["C5b text within"] = np.asarray(res["c5b"]["text_within_hit"], float)
+    return out
 
 
 def probe_floors(cfg, ev: EvalSets) -> dict:
@@ -231,6 +262,7 @@ def analyse_unified(cfg, model, ev: EvalSets, text_h: dict) -> dict:
     head = {name: float((is_c[(n >= lo) & (n <= hi)] == black[(n >= lo) & (n <= hi)]).mean())
             for name, (lo, hi) in regimes(cfg).items()}
     fm = fractured_map(cfg, h_img, n, text_h["h_txt"], text_h["n_txt"])
+    vx = (n > cfg.vision_boundary) & (n <= cfg.text_boundary)
     return {"pred": pred, "by_count": accuracy_by_count(n, pred, cfg.max_count),
             "regime": regime_summary(n, pred, cfg.vision_boundary, cfg.text_boundary), "head_acc": head,
-            "map_within": fm["img_within"]}
+            "map_within": fm["img_within"], "VX hit": (pred[vx] == n[vx]).astype(float)}

@@ -95,7 +95,8 @@ def centroid_map_analysis(h_img: np.ndarray, n_img: np.ndarray, h_txt: np.ndarra
     (α chosen for extrapolation, :func:`fit_extrapolating_ridge`) from the image states with counts in ``fit_counts`` to the centroid of their count; images with
     counts in ``test_counts`` decoded as the count of the nearest centroid to ``M h``. Returns the share within
     ±``tol`` of the true count (``within``), exact (``exact``), and, if held-out text states are given, the share
-    of those (with counts in ``test_counts``) whose nearest centroid is within ±``tol`` (``text_within``).
+    of those (with counts in ``test_counts``) whose nearest centroid is within ±``tol`` (``text_within``; per
+    held-out state in ``text_within_hit``).
 
     ``prior="identity"`` (default) shrinks ``M`` toward the identity: the ridge fits the residual
     ``c_n − h`` and ``M h = h + ridge(h)``. Image and text states are states of the *same* decoder, so directions
@@ -119,7 +120,8 @@ def centroid_map_analysis(h_img: np.ndarray, n_img: np.ndarray, h_txt: np.ndarra
     if h_txt_held is not None:
         m = np.isin(n_txt_held, test_counts)
         d2 = nearest_centroid(h_txt_held[m], C, txt_counts)
-        out["text_within"] = float((np.abs(d2 - n_txt_held[m]) <= tol).mean())
+        out["text_within_hit"] = np.abs(d2 - n_txt_held[m]) <= tol
+        out["text_within"] = float(out["text_within_hit"].mean())
     return out
 
 

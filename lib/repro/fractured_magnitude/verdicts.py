@@ -1,7 +1,13 @@
 """Claims, controls and their decisions for chapter 06 (the card's thresholds; reasons computed from numbers).
 
-A claim about the fine-tuned VLM "holds" when its condition is true for the mean over the fine-tuning seeds
-*and* in at least ⌈2n/3⌉ of the n seeds (the card: "≥ 2 of 3"). Controls:
+A claim about the fine-tuned VLM is a threshold on a mean over the fine-tuning seeds (the card: "holds if true for
+the mean and in ≥ 2 of 3 seeds"), decided as issue 41 says. Each part ("statistic ≥ / ≤ bar") gets a 95 % interval
+from a two-level bootstrap over seeds × evaluation items (boards, strings, pairs: both change with the seed;
+``repro.common.stats.bootstrap_two_level``), or, given only per-seed values, the t interval over seeds
+(``decide_threshold``). A part holds when its interval clears the bar, fails when it lies wholly on the other side,
+else is within noise of the bar. The claim holds when every part holds *and* the condition is met in ⌈2n/3⌉ of the
+n seeds; it fails when a part fails *and* the count is missed (a count alone decides nothing); anything else is
+inconclusive, with the reason. One seed gives no interval over seeds: inconclusive. Controls:
 
 * K1 — VX can be learned (the VX-trained reference) and text counting is intact after fine-tuning (gates C1,
   C4, C5a, C5b).
@@ -15,10 +21,13 @@ A claim about the fine-tuned VLM "holds" when its condition is true for the mean
 """
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
+
+from repro.common.stats import ThresholdTest, bootstrap_two_level, decide_threshold, threshold_from_ci
 
 THRESHOLDS = {
     "K1_ref": 0.80,          # VX-trained reference: exact count and image EQ on VX
@@ -84,17 +93,98 @@ def seeds_needed(n: int) -> int:
     return math.ceil(T["seed_frac"] * n - 1e-9)
 
 
-def seed_rule(values: Sequence[float], ok) -> tuple[bool, int, int, float]:
-    """(holds, seeds meeting ``ok``, seeds needed, mean): true for the mean and in ⌈2n/3⌉ seeds."""
+def _per_seed(name: str, values) -> dict:
+    """``{name: mean, name per seed: [...]}`` from per-seed values or a seed × item table (row means)."""
+    v = seed_values(values)
+    return {name: float(np.mean(v)), f"{name} per seed": [float(x) for x in v]}
+
+
+# ----------------------------------------------------------------------------- issue 41: thresholds with noise
+
+N_BOOT = 2000       # bootstrap resamples (fixed rng seed 0: the same data give the same interval)
+
+
+def seed_values(values) -> np.ndarray:
+    """Per-seed values: ``values`` itself (1-d) or the row means of a seed × item table (2-d)."""
     v = np.asarray(values, float)
-    count = int(sum(bool(ok(x)) for x in v))
-    m = float(v.mean())
-    need = seeds_needed(v.size)
-    return bool(ok(m) and count >= need), count, need, m
+    return v.mean(1) if v.ndim == 2 else v.ravel()
 
 
-def _per_seed(name: str, values: Sequence[float]) -> dict:
-    return {name: float(np.mean(values)), f"{name} per seed": [float(x) for x in values]}
+def interval_test(values, threshold: float, direction: str = ">=", strict: bool = False) -> ThresholdTest:
+    """Decide "mean ``direction`` threshold" by a 95 % interval (issue 41).
+
+    ``values`` is a seed × item table (e.g. 0/1 per evaluation board, or an absolute error): the interval is a
+    two-level percentile bootstrap resampling the seeds and, within each, the items (:func:`bootstrap_two_level`,
+    ``N_BOOT`` resamples). Per-seed values alone (1-d) get the Student-t interval over seeds
+    (:func:`decide_threshold`). Fewer than two seeds (or a NaN) give an unbounded interval: inconclusive.
+    ``strict`` makes the bar itself part of the other side (a claim "> 50 %": an interval touching 50 % does not
+    clear it, one ending at it lies wholly at or below it)."""
+    v = np.asarray(values, float)
+    if v.ndim <= 1:
+        t = decide_threshold(v, threshold, direction)
+    elif v.ndim == 2:
+        est = float(v.mean()) if v.size else float("nan")
+        if v.shape[0] < 2 or v.shape[1] < 1 or not np.all(np.isfinite(v)):
+            t = threshold_from_ci(est, -math.inf, math.inf, threshold, direction, v.shape[0])
+        else:
+            lo, hi = bootstrap_two_level(v, np.mean, n_boot=N_BOOT, rng=0)
+            t = threshold_from_ci(est, lo, hi, threshold, direction, v.shape[0])
+    else:
+        raise ValueError(f"values must be per-seed (1-d) or seed × item (2-d); got shape {v.shape}")
+    if strict and t.ci_lo > -math.inf:
+        clear = t.ci_lo > threshold if direction == ">=" else t.ci_hi < threshold
+        other = t.ci_hi <= threshold if direction == ">=" else t.ci_lo >= threshold
+        t = dataclasses.replace(t, word="holds" if clear else "fails" if other else "inconclusive")
+    return t
+
+
+def _ci(t: ThresholdTest, fmt: Callable[[float], str]) -> str:
+    return f"[{fmt(t.ci_lo)}, {fmt(t.ci_hi)}]" if math.isfinite(t.ci_lo) and math.isfinite(t.ci_hi) else "unbounded"
+
+
+def _part_text(label: str, t: ThresholdTest, fmt: Callable[[float], str], strict: bool = False) -> str:
+    """One sentence per part, by its word: clears / wholly on the other side / within noise of the bar."""
+    op = (">" if strict else ">=") if t.direction == ">=" else ("<" if strict else "<=")
+    side = "below" if t.direction == ">=" else "above"
+    base = f"{label} {fmt(t.estimate)} (95 % CI {_ci(t, fmt)})"
+    return {"holds": f"{base} {op} {fmt(t.threshold)}",
+            "fails": f"{base} lies wholly {side} {fmt(t.threshold)}",
+            "inconclusive": f"{base} contains the bar {fmt(t.threshold)}"}[t.word]
+
+
+def decide(parts: Sequence[tuple], seed_ok: Sequence[bool]) -> dict:
+    """Issue 41's rule for a claim "every part clears its bar, for the mean and in ⌈2n/3⌉ of the n seeds".
+
+    ``parts``: (label, :class:`ThresholdTest`, number format[, strict]); ``seed_ok``: whether each seed's own means meet every
+    part. Holds when every part's interval clears its bar *and* the count is met; fails when some part's interval
+    lies wholly on the other side *and* the count is missed; else inconclusive with a sentence saying why.
+    Returns ``holds``, ``inconclusive``, ``reason``, ``word`` (of the intervals alone), ``count`` and ``need``."""
+    n, count = len(seed_ok), int(sum(bool(x) for x in seed_ok))
+    need = seeds_needed(n)
+    parts = [(p[0], p[1], p[2], bool(p[3]) if len(p) > 3 else False) for p in parts]
+    words = [t.word for _, t, _, _ in parts]
+    word = "fails" if "fails" in words else "holds" if all(w == "holds" for w in words) else "inconclusive"
+    text = "; ".join(_part_text(*p) for p in parts)
+    tally = f"the condition is met in {count} of {n} seeds (the card asks >= {need})"
+    reason = f"{text}; {tally}"
+    if word == "holds" and count >= need:
+        return dict(holds=True, inconclusive=None, reason=reason, word=word, count=count, need=need)
+    if word == "fails" and count < need:
+        return dict(holds=False, inconclusive=None, reason=reason, word=word, count=count, need=need)
+    if n < 2:
+        why = (f"{n} fine-tuning seed: the seed-to-seed spread is unmeasured, so there is no interval over seeds (the "
+               "card's mean ± 95 % CI needs >= 2)")
+    elif word == "inconclusive":
+        why = "within noise of the bar (a 95 % interval contains its bar)"
+    elif word == "holds":
+        why = "every 95 % interval clears its bar but the seed count is missed: a count missed inside seed noise"
+    else:
+        why = "an interval lies wholly on the wrong side of its bar, yet the seed count is met: the seeds disagree"
+    return dict(holds=None, inconclusive=f"{why}: {reason}", reason=reason, word=word, count=count, need=need)
+
+
+def _ci_numbers(name: str, t: ThresholdTest) -> dict:
+    return {f"{name} ci95": [t.ci_lo, t.ci_hi]}
 
 
 # ----------------------------------------------------------------------------- controls
@@ -203,36 +293,64 @@ def k5(id_acc: Sequence[float], steps: Sequence[int], criterion_met: Sequence[bo
 
 
 # ----------------------------------------------------------------------------- claims
+#
+# Every claim function takes, per quantity, either a seed × item table (what the notebook passes: 0/1 per board,
+# string or pair, or an absolute error per board; ``experiments.item_table``) or per-seed values (1-d). The
+# numbers keep the per-seed means ("... per seed") and add each part's interval ("... ci95").
 
-def c1(id_acc: Sequence[float], vx_acc: Sequence[float], fx_acc: Sequence[float], text_acc: Sequence[float]) -> dict:
-    """Per-seed exact-count accuracy of the VLM per regime and its text NUM accuracy after fine-tuning."""
-    ok = lambda i: (id_acc[i] >= T["C1_id"] and vx_acc[i] <= T["C1_vx"] and text_acc[i] >= T["C1_text"])
-    n = len(id_acc)
-    per = [ok(i) for i in range(n)]
-    m = {k: float(np.mean(v)) for k, v in (("ID", id_acc), ("VX", vx_acc), ("FX", fx_acc), ("text", text_acc))}
-    mean_ok = m["ID"] >= T["C1_id"] and m["VX"] <= T["C1_vx"] and m["text"] >= T["C1_text"]
-    need = seeds_needed(n)
-    holds = bool(mean_ok and sum(per) >= need)
-    parts = [f"ID {_pct(m['ID'])} ({'>=' if m['ID'] >= T['C1_id'] else '<'} {_pct(T['C1_id'])})",
-             f"VX {_pct(m['VX'])} ({'<=' if m['VX'] <= T['C1_vx'] else '>'} {_pct(T['C1_vx'])})",
-             f"text {_pct(m['text'])} ({'>=' if m['text'] >= T['C1_text'] else '<'} {_pct(T['C1_text'])})",
-             f"FX {_pct(m['FX'])} (descriptive)"]
-    return dict(holds=holds, threshold=f"mean and >= {need} of {n} seeds: ID >= 90 %, VX <= 10 %, text >= 90 %",
+_p2 = lambda x: f"{100 * x:.2f} %"
+_f2 = lambda x: f"{x:.2f}"
+
+
+def _ok(*tests_and_values) -> list[bool]:
+    """Per seed: every part's own seed mean on its side of the bar (the card's seed count)."""
+    cols = []
+    for t, v in tests_and_values:
+        sv = seed_values(v)
+        cols.append(sv >= t.threshold if t.direction == ">=" else sv <= t.threshold)
+    return [bool(all(c[i] for c in cols)) for i in range(len(cols[0]))]
+
+
+def c1(id_acc, vx_acc, fx_acc, text_acc) -> dict:
+    """Exact-count accuracy of the VLM on ID, VX and FX boards and its text NUM accuracy after fine-tuning: seed ×
+    item 0/1 tables (or per-seed accuracies). ID >= 90 %, VX <= 10 %, text >= 90 %, each by its 95 % interval, and
+    the condition in ⌈2n/3⌉ seeds (:func:`decide`); FX is descriptive."""
+    ti = interval_test(id_acc, T["C1_id"], ">=")
+    tv = interval_test(vx_acc, T["C1_vx"], "<=")
+    tt = interval_test(text_acc, T["C1_text"], ">=")
+    tf = interval_test(fx_acc, T["C1_fx"], "<=")
+    per = _ok((ti, id_acc), (tv, vx_acc), (tt, text_acc))
+    d = decide([("ID", ti, _pct), ("VX", tv, _pct), ("text", tt, _pct)], per)
+    return dict(holds=d["holds"], inconclusive=d["inconclusive"],
+                threshold=f"ID >= 90 %, VX <= 10 %, text >= 90 %, each by its 95 % CI over seeds × items, and in "
+                          f">= {d['need']} of {len(per)} seeds",
                 numbers={**_per_seed("ID acc", id_acc), **_per_seed("VX acc", vx_acc), **_per_seed("FX acc", fx_acc),
-                         **_per_seed("text NUM acc", text_acc), "seeds meeting": f"{sum(per)} of {n}"},
-                reason=f"mean exact-count accuracy {', '.join(parts)}; the condition holds in {sum(per)} of {n} "
-                       f"seeds (needs {need})")
+                         **_per_seed("text NUM acc", text_acc), "seeds meeting": f"{d['count']} of {len(per)}",
+                         **_ci_numbers("ID acc", ti), **_ci_numbers("VX acc", tv), **_ci_numbers("FX acc", tf),
+                         **_ci_numbers("text NUM acc", tt)},
+                reason=f"exact-count accuracy: {d['reason']}; FX {_pct(tf.estimate)} (95 % CI {_ci(tf, _pct)}, "
+                       f"descriptive)")
 
 
-def c2(count_vx: Sequence[float], count_fx: Sequence[float], patch_min: Sequence[float], floors: dict) -> dict:
-    """Per seed: the probe's exact-count accuracy on VX and FX and its lowest patch accuracy over regimes;
-    ``floors`` from ``experiments.probe_floors`` (the same probe on raw pixels / a random encoder)."""
-    n = len(count_vx)
-    per = [count_vx[i] >= T["C2_count"] and count_fx[i] >= T["C2_count"] and patch_min[i] >= T["C2_patch"]
-           for i in range(n)]
-    mv, mf, mp = float(np.mean(count_vx)), float(np.mean(count_fx)), float(np.mean(patch_min))
-    need = seeds_needed(n)
-    holds = bool(mv >= T["C2_count"] and mf >= T["C2_count"] and mp >= T["C2_patch"] and sum(per) >= need)
+def c2(count_vx, count_fx, patch_acc, floors: dict) -> dict:
+    """The ID-fitted patch probe's exact-count accuracy on VX and FX boards (seed × board 0/1, or per seed) and its
+    patch accuracy: ``{regime: seed × board patch accuracy}`` (each regime decided on its own, "in every regime"),
+    or per-seed minima over the regimes (1-d). ``floors`` from ``experiments.probe_floors`` (the same probe on raw
+    pixels / a random encoder) qualify the reason."""
+    tv = interval_test(count_vx, T["C2_count"], ">=")
+    tf = interval_test(count_fx, T["C2_count"], ">=")
+    if isinstance(patch_acc, dict):
+        tp = {g: interval_test(v, T["C2_patch"], ">=") for g, v in patch_acc.items()}
+        pmin = np.min(np.stack([seed_values(v) for v in patch_acc.values()]), axis=0)
+        ptab = [(tp[g], patch_acc[g]) for g in patch_acc]
+    else:
+        tp = {"lowest regime": interval_test(patch_acc, T["C2_patch"], ">=")}
+        pmin = seed_values(patch_acc)
+        ptab = [(tp["lowest regime"], patch_acc)]
+    per = _ok((tv, count_vx), (tf, count_fx), *ptab)
+    d = decide([("probe count VX", tv, _pct), ("probe count FX", tf, _pct),
+                *[(f"patch accuracy {g}", t, _p2) for g, t in tp.items()]], per)
+    holds = d["holds"]
     floor_txt = "; ".join(f"{k}: {_pct(f['count_acc_VX'])} VX / {_pct(f['count_acc_FX'])} FX"
                           for k, f in floors.items())
     input_level = all(f["count_acc_VX"] >= T["C2_count"] and f["count_acc_FX"] >= T["C2_count"]
@@ -240,92 +358,111 @@ def c2(count_vx: Sequence[float], count_fx: Sequence[float], patch_min: Sequence
     if input_level and holds:
         qual = (f" — an input-level property: the same probe on untrained features also counts ({floor_txt}), so the "
                 "verdict says fine-tuning preserved per-cell information, not that it created it")
-    elif input_level:
+    elif input_level and holds is False:
         qual = (f"; the same probe on untrained features counts ({floor_txt}), so fine-tuning lost per-cell "
                 "information that the input holds")
     else:
         qual = f" (untrained floors: {floor_txt})"
-    return dict(holds=holds, threshold=f"mean and >= {need} of {n} seeds: probe count acc >= 90 % on VX and FX, "
-                                       "patch acc >= 99.7 % in every regime",
+    reason = f"the ID-fitted patch probe: {d['reason']}{qual}"
+    return dict(holds=holds, inconclusive=d["inconclusive"] and f"{d['inconclusive']}{qual}",
+                threshold=f"probe count acc >= 90 % on VX and FX, patch acc >= 99.7 % in every regime, each by its "
+                          f"95 % CI over seeds × boards, and in >= {d['need']} of {len(per)} seeds",
                 numbers={**_per_seed("probe count acc VX", count_vx), **_per_seed("probe count acc FX", count_fx),
-                         **_per_seed("min patch acc", patch_min), "input-level (floors also count)": input_level},
-                reason=f"the ID-fitted patch probe counts {_pct(mv)} of VX and {_pct(mf)} of FX boards exactly, lowest "
-                       f"patch accuracy {100 * mp:.2f} %; condition met in {sum(per)} of {n} seeds{qual}")
+                         "min patch acc": float(np.mean(pmin)), "min patch acc per seed": [float(x) for x in pmin],
+                         "input-level (floors also count)": input_level,
+                         **_ci_numbers("probe count acc VX", tv), **_ci_numbers("probe count acc FX", tf),
+                         **{f"patch acc {g} ci95": [t.ci_lo, t.ci_hi] for g, t in tp.items()}},
+                reason=reason)
 
 
-def c3(mae_vx: Sequence[float], mae_fx: Sequence[float], floors: dict) -> dict:
-    """Per seed: MAE of the ridge probe (mean-pooled vision tokens, fitted on ID) on VX and FX."""
-    holds, count, need, m = seed_rule(mae_vx, lambda x: x <= T["C3_mae"])
+def c3(mae_vx, mae_fx, floors: dict) -> dict:
+    """The ridge probe (mean-pooled vision tokens, fitted on ID): VX and FX absolute errors, seed × board (or per-seed
+    MAEs). VX MAE <= 2 by its 95 % interval and in ⌈2n/3⌉ seeds."""
+    t = interval_test(mae_vx, T["C3_mae"], "<=")
+    per = _ok((t, mae_vx))
+    d = decide([("VX MAE", t, _f2)], per)
     floor_txt = "; ".join(f"{k}: {f['ridge_mae_VX']:.2f}" for k, f in floors.items())
     input_level = any(f["ridge_mae_VX"] <= T["C3_mae"] for f in floors.values())
-    qual = (f" — an input-level property: untrained features give VX MAE {floor_txt}" if input_level and holds
+    qual = (f" — an input-level property: untrained features give VX MAE {floor_txt}" if input_level and d["holds"]
             else f" (untrained floors, VX MAE: {floor_txt})")
-    return dict(holds=holds, threshold=f"VX MAE <= {T['C3_mae']:g} for the mean and >= {need} of {len(mae_vx)} seeds",
+    fx = float(np.mean(seed_values(mae_fx)))
+    return dict(holds=d["holds"], inconclusive=d["inconclusive"] and f"{d['inconclusive']}{qual}",
+                threshold=f"VX MAE <= {T['C3_mae']:g} by its 95 % CI over seeds × boards, and in >= {d['need']} of "
+                          f"{len(per)} seeds",
                 numbers={**_per_seed("ridge MAE VX", mae_vx), **_per_seed("ridge MAE FX", mae_fx),
-                         "input-level (a floor also fits)": input_level},
-                reason=f"the ID-fitted ridge probe misses VX counts by {m:.2f} on average "
-                       f"({'<=' if m <= T['C3_mae'] else '>'} {T['C3_mae']:g}) in {count} of {len(mae_vx)} seeds within "
-                       f"the threshold (FX {np.mean(mae_fx):.2f}){qual}")
+                         "input-level (a floor also fits)": input_level, **_ci_numbers("ridge MAE VX", t)},
+                reason=f"the ID-fitted ridge probe: {d['reason']} (FX MAE {fx:.2f}){qual}")
 
 
-def c4(eq_vx: Sequence[float], enum_vx: Sequence[float], text_eq: Sequence[float], equal_on_pos: Sequence[float],
-       equal_on_neg: Sequence[float]) -> dict:
-    """Per seed: image-EQ accuracy on VX, VX enumeration accuracy, text EQ accuracy, and the rates of 'equal'
-    answers on VX positives and negatives."""
-    n = len(eq_vx)
-    per = [eq_vx[i] >= T["C4_eq"] and enum_vx[i] <= T["C4_enum"] for i in range(n)]
-    me, mn, mt = float(np.mean(eq_vx)), float(np.mean(enum_vx)), float(np.mean(text_eq))
-    need = seeds_needed(n)
-    holds = bool(me >= T["C4_eq"] and mn <= T["C4_enum"] and sum(per) >= need)
-    inconc = (f"text-only EQ accuracy is {_pct(mt)} (< {_pct(T['C4_text_eq'])}): the decoder cannot compare even "
-              "strings" if mt < T["C4_text_eq"] else None)
-    return dict(holds=holds, threshold=f"mean and >= {need} of {n} seeds: VX EQ >= 75 % and VX enumeration <= 10 %",
+def c4(eq_vx, enum_vx, text_eq: Sequence[float], equal_on_pos: Sequence[float], equal_on_neg: Sequence[float]) -> dict:
+    """Image-EQ correctness on VX pairs and VX enumeration correctness (seed × item 0/1, or per-seed accuracies),
+    text EQ accuracy (the gate), and the rates of 'equal' answers on VX positives and negatives (per seed).
+    VX EQ >= 75 % and VX enumeration <= 10 %, each by its 95 % interval, and in ⌈2n/3⌉ seeds."""
+    te = interval_test(eq_vx, T["C4_eq"], ">=")
+    tn = interval_test(enum_vx, T["C4_enum"], "<=")
+    per = _ok((te, eq_vx), (tn, enum_vx))
+    d = decide([("VX comparison accuracy", te, _pct), ("VX enumeration", tn, _pct)], per)
+    mt = float(np.mean(text_eq))
+    gate = (f"text-only EQ accuracy is {_pct(mt)} (< {_pct(T['C4_text_eq'])}): the decoder cannot compare even "
+            "strings" if mt < T["C4_text_eq"] else None)
+    pos, neg = _pct(float(np.mean(equal_on_pos))), _pct(float(np.mean(equal_on_neg)))
+    reason = (f"on VX image-string pairs (chance 50 %): {d['reason']}; it answers 'equal' to {pos} of the positives "
+              f"and {neg} of the negatives")
+    inconc = gate if gate else d["inconclusive"] and f"{d['inconclusive']}; 'equal' on {pos} of positives, {neg} of negatives"
+    return dict(holds=d["holds"] if not gate else None, inconclusive=inconc,
+                threshold=f"VX EQ >= 75 % and VX enumeration <= 10 %, each by its 95 % CI over seeds × items, and in "
+                          f">= {d['need']} of {len(per)} seeds",
                 numbers={**_per_seed("VX EQ acc", eq_vx), **_per_seed("VX enumeration acc", enum_vx),
                          "text EQ acc": mt, "'equal' on VX positives": float(np.mean(equal_on_pos)),
-                         "'equal' on VX negatives": float(np.mean(equal_on_neg))},
-                reason=f"on VX the VLM compares {_pct(me)} of image-string pairs correctly (chance 50 %, threshold "
-                       f"{_pct(T['C4_eq'])}) while it enumerates {_pct(mn)}; it answers 'equal' to "
-                       f"{_pct(float(np.mean(equal_on_pos)))} of the positives and {_pct(float(np.mean(equal_on_neg)))} "
-                       f"of the negatives; condition met in {sum(per)} of {n} seeds",
-                inconclusive=inconc)
+                         "'equal' on VX negatives": float(np.mean(equal_on_neg)),
+                         **_ci_numbers("VX EQ acc", te), **_ci_numbers("VX enumeration acc", tn)},
+                reason=reason)
 
 
-def c5a(share_in_id: Sequence[float], mean_pred_vx: Sequence[float], mean_true_vx: float) -> dict:
-    """Per seed: share of VX answers inside 0..vision_boundary and the mean VX answer."""
-    holds, count, need, m = seed_rule(share_in_id, lambda x: x > T["C5a_share"])
-    return dict(holds=holds, threshold=f"share of VX answers in 0-11 > {_pct(T['C5a_share'])} (our margin), mean and "
-                                       f">= {need} of {len(share_in_id)} seeds",
+def c5a(share_in_id, mean_pred_vx: Sequence[float], mean_true_vx: float) -> dict:
+    """Whether each VX answer lies inside 0..vision_boundary (seed × board 0/1, or per-seed shares) and the mean VX
+    answer per seed. Share > 50 % (our margin) by its 95 % interval (strictly above) and in ⌈2n/3⌉ seeds."""
+    t = interval_test(share_in_id, T["C5a_share"], ">=", strict=True)
+    sv = seed_values(share_in_id)
+    per = [bool(x > T["C5a_share"]) for x in sv]
+    d = decide([("share of VX answers in 0-11", t, _pct, True)], per)
+    tail = (f"; the mean VX answer is {np.mean(mean_pred_vx):.1f} against a mean true count of {mean_true_vx:.1f}")
+    return dict(holds=d["holds"], inconclusive=d["inconclusive"] and d["inconclusive"] + tail,
+                threshold=f"share of VX answers in 0-11 > {_pct(T['C5a_share'])} (our margin) by its 95 % CI over "
+                          f"seeds × boards, and in >= {d['need']} of {len(sv)} seeds",
                 numbers={**_per_seed("VX answers in 0-11", share_in_id), **_per_seed("mean VX answer", mean_pred_vx),
-                         "mean true VX count": mean_true_vx},
-                reason=f"{_pct(m)} of VX answers lie inside the seen range 0-11 (> {_pct(T['C5a_share'])} in {count} "
-                       f"of {len(share_in_id)} seeds); the mean VX answer is {np.mean(mean_pred_vx):.1f} against a "
-                       f"mean true count of {mean_true_vx:.1f}")
+                         "mean true VX count": mean_true_vx, **_ci_numbers("VX answers in 0-11", t)},
+                reason=d["reason"] + tail)
 
 
-def c5b(img_within: Sequence[float], text_within: Sequence[float]) -> dict:
-    """Per seed: share of VX image states (mapped by M) and of held-out VX text states decoded within ±2."""
-    n = len(img_within)
-    per = [img_within[i] <= T["C5b_img"] and text_within[i] >= T["C5b_text"] for i in range(n)]
-    mi, mt = float(np.mean(img_within)), float(np.mean(text_within))
-    need = seeds_needed(n)
-    holds = bool(mi <= T["C5b_img"] and mt >= T["C5b_text"] and sum(per) >= need)
-    return dict(holds=holds, threshold=f"mean and >= {need} of {n} seeds: images within ±2 <= 30 %, text >= 80 %",
-                numbers={**_per_seed("VX images within ±2", img_within), **_per_seed("VX text within ±2", text_within)},
-                reason=f"mapped VX image states land within ±2 of their count for {_pct(mi)} of boards "
-                       f"({'<=' if mi <= T['C5b_img'] else '>'} {_pct(T['C5b_img'])}), held-out VX text states for "
-                       f"{_pct(mt)} ({'>=' if mt >= T['C5b_text'] else '<'} {_pct(T['C5b_text'])}); condition met in "
-                       f"{sum(per)} of {n} seeds")
+def c5b(img_within, text_within) -> dict:
+    """Whether each mapped VX image state and each held-out VX text state is decoded within ±2 (seed × item 0/1, or
+    per-seed shares). Images <= 30 % and text >= 80 %, each by its 95 % interval, and in ⌈2n/3⌉ seeds."""
+    ti = interval_test(img_within, T["C5b_img"], "<=")
+    tt = interval_test(text_within, T["C5b_text"], ">=")
+    per = _ok((ti, img_within), (tt, text_within))
+    d = decide([("mapped VX image states within ±2", ti, _pct), ("held-out VX text states within ±2", tt, _pct)], per)
+    return dict(holds=d["holds"], inconclusive=d["inconclusive"],
+                threshold=f"images within ±2 <= 30 % and text >= 80 %, each by its 95 % CI over seeds × items, and in "
+                          f">= {d['need']} of {len(per)} seeds",
+                numbers={**_per_seed("VX images within ±2", img_within), **_per_seed("VX text within ±2", text_within),
+                         **_ci_numbers("VX images within ±2", ti), **_ci_numbers("VX text within ±2", tt)},
+                reason=d["reason"])
 
 
-def c6(vx_acc: Sequence[float] | None, vlm_vx_acc: Sequence[float]) -> dict:
-    """Per seed: the unified-space control's exact accuracy on VX (None if not run), and the plain VLM's."""
+def c6(vx_acc, vlm_vx_acc) -> dict:
+    """The unified-space control's exact-count correctness on VX boards (seed × board 0/1, or per-seed accuracies;
+    None if not run) and the plain VLM's (either form). VX >= 70 % by its 95 % interval and in ⌈2n/3⌉ seeds."""
     if vx_acc is None:
         return dict(holds=None, threshold=f"VX exact acc >= {_pct(T['C6_vx'])}", numbers={},
                     inconclusive="the unified-space control was not run (run_control=False)")
-    holds, count, need, m = seed_rule(vx_acc, lambda x: x >= T["C6_vx"])
-    return dict(holds=holds, threshold=f"VX exact acc >= {_pct(T['C6_vx'])} for the mean and >= {need} of "
-                                       f"{len(vx_acc)} seeds",
-                numbers={**_per_seed("unified VX acc", vx_acc), "plain VLM VX acc": float(np.mean(vlm_vx_acc))},
-                reason=f"the unified-space control counts {_pct(m)} of VX boards exactly "
-                       f"({'>=' if m >= T['C6_vx'] else '<'} {_pct(T['C6_vx'])}; {count} of {len(vx_acc)} seeds), the "
-                       f"plain VLM {_pct(float(np.mean(vlm_vx_acc)))}")
+    t = interval_test(vx_acc, T["C6_vx"], ">=")
+    per = _ok((t, vx_acc))
+    d = decide([("the unified-space control's VX exact-count accuracy", t, _pct)], per)
+    plain = _pct(float(np.mean(seed_values(vlm_vx_acc))))
+    return dict(holds=d["holds"], inconclusive=d["inconclusive"] and f"{d['inconclusive']}; the plain VLM {plain}",
+                threshold=f"VX exact acc >= {_pct(T['C6_vx'])} by its 95 % CI over seeds × boards, and in "
+                          f">= {d['need']} of {len(per)} seeds",
+                numbers={**_per_seed("unified VX acc", vx_acc), "plain VLM VX acc": float(np.mean(seed_values(vlm_vx_acc))),
+                         **_ci_numbers("unified VX acc", t)},
+                reason=f"{d['reason']}; the plain VLM {plain}")
