@@ -330,16 +330,28 @@ def test_claims_and_controls_are_declared_with_lettered_parts():
 
 
 def test_c1_holds_fails_and_needs_three_seeds():
-    good, bad = _seed(), _seed(ut=0.3)
-    kw = verdicts.c1([good, good, bad])                      # mean 0.1, 2 of 3 seeds
+    # issue 41: each part is decided by its 95% CI over seeds; rates close together around 0.10 clear 0.15
+    kw = verdicts.c1([_seed(ut=x) for x in (0.08, 0.10, 0.12, 0.09, 0.11)])       # mean 0.1, CI [0.080, 0.120]
     assert kw["holds"] and kw["inconclusive"] is None and kw["needs"] == ("K1",) and "0.100" in kw["reason"]
+    assert kw["numbers"]["UnHype target rate ci95"][1] < 0.15
     assert _ledger_accepts(kw) == "holds"
-    kw = verdicts.c1([good, bad, bad])                        # mean 0.2, 1 of 3 seeds
+    kw = verdicts.c1([_seed(ut=x) for x in (0.19, 0.20, 0.21)])                   # mean 0.2, CI wholly above 0.15
     assert kw["holds"] is False and "0.200" in kw["reason"]
     assert _ledger_accepts(kw) == "fails"
     kw = verdicts.c1([_seed(droph=0.08)] * 3)                 # held-out templates are damaged
     assert kw["holds"] is False and "held-out" in kw["reason"]
-    assert "seed" in verdicts.c1([good])["inconclusive"]
+    assert "seed" in verdicts.c1([_seed()])["inconclusive"]
+
+
+def test_c1_is_inconclusive_when_the_seed_interval_straddles_the_bar():
+    """Issue 41: the old rule read 'holds' on mean 0.1 and 2 of 3 seeds; the 95% CI over seeds, [-0.33, 0.53],
+    contains 0.15, and the old 'fails' on mean 0.2 in 1 of 3 seeds was as noisy."""
+    good, bad = _seed(), _seed(ut=0.3)
+    for seeds in ([good, good, bad], [good, bad, bad]):
+        kw = verdicts.c1(seeds)
+        lo, hi = kw["numbers"]["UnHype target rate ci95"]
+        assert kw["holds"] is None and lo < 0.15 < hi and "within noise of the bar" in kw["inconclusive"]
+        assert _ledger_accepts(kw) == "inconclusive"
 
 
 def test_c2_is_a_paired_comparison_with_the_card_margin():
@@ -354,16 +366,44 @@ def test_c2_is_a_paired_comparison_with_the_card_margin():
     assert kw["holds"] is False and "not lower" in kw["reason"]
 
 
+def test_c2_a_missed_seed_count_with_clear_intervals_is_inconclusive_not_a_failure():
+    """Issue 41: both paired CIs clear their bars over 10 seeds, but in 4 seeds UnHype drifts slightly more than
+    LoRA-ESD, so the condition holds in only 6 of 10 (< 7). The old rule read 'fails' on the count alone."""
+    seeds = [_seed(ln=0.85, du=0.03, dl=1.0)] * 6 + [_seed(ln=0.85, du=0.03, dl=0.02)] * 4
+    kw = verdicts.c2(seeds)
+    assert kw["numbers"]["drift (LoRA-ESD - UnHype) comparison"] == "better"
+    assert kw["numbers"]["seeds meeting it"] == "6 of 10"
+    assert kw["holds"] is None and "a missed count is no failure" in kw["inconclusive"]
+
+
 def test_c3_parts_hold_and_fail_separately():
-    assert verdicts.c3a([40.0, 50.0, 30.0])["holds"] and not verdicts.c3a([4.0, 50.0, 3.0])["holds"]
+    assert verdicts.c3a([40.0, 50.0, 30.0])["holds"] and verdicts.c3a([4.0, 5.0, 3.0])["holds"] is False
     falling = [1.0, 0.8, 0.6, 0.5, 0.4, 0.3, 0.25, 0.2, 0.15]
     dip = [1.0, 0.5, 0.2, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35]
     ks = list(range(0, 101, 12))[:9]
-    assert verdicts.c3b([falling] * 3)["holds"] and not verdicts.c3b([[1.0] * 8 + [0.9]] * 3)["holds"]
+    assert verdicts.c3b([falling] * 3)["holds"] and verdicts.c3b([[1.0] * 8 + [0.9]] * 3)["holds"] is False
     kw = verdicts.c3c([falling] * 3, ks)
     assert kw["holds"] and kw["needs"] == ("K1", "K3")
     kw = verdicts.c3c([dip] * 3, ks)
     assert kw["holds"] is False and f"lowest at k = {ks[3]}" in kw["reason"]
+
+
+def test_c3_parts_are_inconclusive_when_the_seeds_straddle_the_bar():
+    """Issue 41: C3a's ratio of 4x, 50x, 3x (old rule: fails, 1 of 3 seeds) has a geometric-mean interval over seeds
+    that contains 10x; C3b and C3c likewise when one seed's curve is flat and two fall."""
+    kw = verdicts.c3a([4.0, 50.0, 3.0])
+    lo, hi = kw["numbers"]["norm ratio (geometric mean) ci95"]
+    assert kw["holds"] is None and lo < 10 < hi and "within noise of the bar" in kw["inconclusive"]
+    falling = [1.0, 0.8, 0.6, 0.5, 0.4, 0.3, 0.25, 0.2, 0.15]
+    flat = [1.0, 0.95, 1.0, 0.97, 0.99, 0.96, 0.98, 1.0, 0.9]
+    ks = list(range(0, 101, 12))[:9]
+    kw = verdicts.c3b([falling, falling, flat])                  # 2 of 3 seeds <= 0.5: the old rule read 'holds'
+    lo, hi = kw["numbers"]["L(K)/L(0) (geometric mean) ci95"]
+    assert kw["holds"] is None and lo < 0.5 < hi and "within noise" in kw["inconclusive"]
+    kw = verdicts.c3c([falling, falling, flat], ks)
+    lo, hi = kw["numbers"]["Spearman rho (mean over seeds) ci95"]
+    assert kw["holds"] is None and lo < -0.9 < hi and "within noise" in kw["inconclusive"]
+    assert "lowest at k" in kw["inconclusive"]
 
 
 def test_c4_holds_fails_and_is_inconclusive_without_a_measurable_difference():
@@ -372,6 +412,15 @@ def test_c4_holds_fails_and_is_inconclusive_without_a_measurable_difference():
     assert kw["holds"] is False and "0.400" in kw["reason"]
     kw = verdicts.c4([_seed(pu=0.1, pc=x) for x in (0.2, 0.0, 0.15)])
     assert kw["holds"] is None and "straddles" in kw["inconclusive"]
+
+
+def test_c4_rate_within_noise_of_its_bar_is_inconclusive():
+    """Issue 41: a paraphrase rate of 0.10, 0.50, 0.20 (mean 0.27 <= 0.30, 2 of 3 seeds: the old rule's 'holds')
+    has a 95% CI over seeds that contains 0.30, though UnHype is measurably below UCE."""
+    kw = verdicts.c4([_seed(pu=u, pc=0.9 + 0.01 * i) for i, u in enumerate((0.1, 0.5, 0.2))])
+    lo, hi = kw["numbers"]["UnHype paraphrase target rate ci95"]
+    assert kw["numbers"]["UCE - UnHype comparison"] == "better"
+    assert kw["holds"] is None and lo < 0.30 < hi and "within noise of the bar" in kw["inconclusive"]
 
 
 def _multi(m, rates, base_drop, lora_drop, n=400, seed=0):

@@ -7,11 +7,16 @@ Every function returns the keyword arguments of :meth:`repro.common.Ledger.recor
 
 Rules (from the card; thresholds in :data:`THRESHOLDS`, never loosened):
 
-* C1-C4 are judged over the replicate seeds: a condition holds if it is true for the seed mean *and* in at least
-  ceil(2/3 n_seeds) seeds (2 of 3, 4 of 5). With fewer than 3 seeds the verdict is inconclusive. Comparisons
-  between methods (C2, and C4's "below UCE's") are paired over seeds with :func:`repro.common.compare_paired`:
-  a comparison counts only when the 95% CI of the paired difference clears the card's margin; a CI that
-  straddles it decides nothing (inconclusive).
+* C1-C4 are judged over the replicate seeds (issue 41). Every threshold condition ("rate <= 0.15", "drop <= 5
+  points", "ratio >= 10x", "rho <= -0.9") is decided by the 95% Student-t interval of its mean over the seeds
+  (:func:`repro.common.stats.decide_threshold`; ratios on the log scale): a part holds only when the whole interval
+  clears the bar, fails only when it lies wholly on the other side, and is inconclusive (within noise of the bar)
+  otherwise. A seed re-draws the adapters' init, every batch *and* the evaluation noise, so the spread over seeds
+  carries both the training and the test-sample noise. Comparisons between methods (C2, and C4's "below UCE's")
+  are paired over seeds with :func:`repro.common.compare_paired`: ``better`` holds, ``worse`` fails, ``no
+  measurable difference`` decides nothing. The card's "in >= 2 of 3 seeds" is a further condition of ``holds``
+  only: a count missed while every interval clears its bar is inconclusive, never a failure (CONTRIBUTING's
+  seed-count rule: a seed count is itself a noisy statistic). With fewer than 3 seeds the verdict is inconclusive.
 * C5-C6 use seed 0 only and decide on 95% bootstrap intervals over samples: a condition holds if its whole
   interval satisfies the threshold, fails if the whole interval violates it, and is undecided otherwise.
 * Controls (K1-K6) check that the run could see an effect of each claim's kind: the evaluator and the base
@@ -27,6 +32,7 @@ import numpy as np
 from scipy import stats
 
 from repro.common import compare_paired
+from repro.common.stats import ThresholdTest, decide_threshold, threshold_from_ci
 
 THRESHOLDS = {
     "rate": 0.15, "base_rate": 0.85, "retain_drop": 0.05, "near_gain": 0.03, "norm_ratio": 10.0,
@@ -80,11 +86,6 @@ def _votes(flags: list[bool]) -> tuple[int, int]:
     return int(sum(flags)), need
 
 
-def _seed_rule(mean_ok: bool, flags: list[bool]) -> tuple[bool, str]:
-    n_ok, need = _votes(flags)
-    return bool(mean_ok and n_ok >= need), f"{n_ok} of {len(flags)}"
-
-
 def _few_seeds(n: int) -> str | None:
     return (f"only {n} seed(s): the card's rule needs the condition in >= 2 of 3 seeds" if n < 3 else None)
 
@@ -102,9 +103,33 @@ def _why(parts: list[str]) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def _ci_part(lo: float, hi: float, margin: float) -> str:
-    """'holds' when the paired CI lies above ``margin``, 'fails' when wholly below it, else 'undecided'."""
-    return "holds" if lo > margin else ("fails" if hi < margin else "undecided")
+def _ci(lo: float, hi: float, scale: float = 1.0, fmt: str = ".3f") -> str:
+    return f"[{scale * lo:{fmt}}, {scale * hi:{fmt}}]"
+
+
+def _seed_word(words: list[str], count_met: bool) -> str:
+    """Issue 41's rule for C1-C4: any part fails -> fails; every part holds and the card's seed count is met ->
+    holds; anything else (a part within noise of its bar, or only the count missed) -> inconclusive."""
+    if "fails" in words:
+        return "fails"
+    return "holds" if all(w == "holds" for w in words) and count_met else "inconclusive"
+
+
+def _log_test(values, threshold: float, direction: str) -> ThresholdTest:
+    """"geometric mean of ``values`` ``direction`` threshold": the t interval of the mean log over seeds, mapped back."""
+    v = np.log(np.maximum(np.asarray(values, float), 1e-300))
+    t = decide_threshold(v, math.log(threshold), direction)
+    return ThresholdTest(math.exp(t.estimate), math.exp(t.ci_lo), math.exp(t.ci_hi), threshold, direction, t.n, t.word)
+
+
+def _cmp_word(c) -> str:
+    """A comparison "A beats B": ``better`` holds, ``worse`` fails, no measurable difference is inconclusive."""
+    return "holds" if c.better else "fails" if c.worse else "inconclusive"
+
+
+def _count_missed(n_ok: int, n: int, need: int) -> str:
+    return (f"every 95% interval clears its bar, but the condition is met in only {n_ok} of {n} seeds (the card also "
+            f"asks for >= {need}): a missed count is no failure under issue 41, and decides nothing")
 
 
 # ====================================================================== controls
@@ -217,44 +242,74 @@ def k6(base_rates: dict[str, float]) -> dict:
 # ====================================================================== claims C1-C4 (over seeds)
 
 def c1(m: list[dict]) -> dict:
-    """``m``: per seed, metrics {'base': {...}, 'UnHype': {...}}."""
+    """``m``: per seed, metrics {'base': {...}, 'UnHype': {...}}. Each of the rate and the two drops is decided by
+    its 95% interval over seeds (see the module's rules)."""
     tr = [s["UnHype"]["target_rate"] for s in m]
     drop = [s["base"]["retain_acc"] - s["UnHype"]["retain_acc"] for s in m]
     droph = [s["base"]["retain_acc_heldout"] - s["UnHype"]["retain_acc_heldout"] for s in m]
     ok = [a <= T["rate"] and d <= T["retain_drop"] and h <= T["retain_drop"] for a, d, h in zip(tr, drop, droph)]
-    mean_ok = _mean(tr) <= T["rate"] and _mean(drop) <= T["retain_drop"] and _mean(droph) <= T["retain_drop"]
-    holds, votes = _seed_rule(mean_ok, ok)
-    why = [f"UnHype still makes the target in {_mean(tr):.3f} of samples (> {T['rate']})" if _mean(tr) > T["rate"] else "",
-           f"retain accuracy drops {100 * _mean(drop):.1f} points (> 5)" if _mean(drop) > T["retain_drop"] else "",
-           f"retain accuracy on held-out templates drops {100 * _mean(droph):.1f} points (> 5)"
-           if _mean(droph) > T["retain_drop"] else "",
-           f"the condition is met in only {votes} seeds" if mean_ok and not holds else ""]
-    reason = _join(why) if not holds else (
-        f"target rate {_mean(tr):.3f} <= {T['rate']}; retain drop {100 * _mean(drop):.2f} points on all retain "
-        f"prompts and {100 * _mean(droph):.2f} on held-out templates (<= 5); met in {votes} seeds.")
-    return dict(holds=holds, threshold=f"UnHype rate <= {T['rate']}; retain drop <= 5 points on all retain prompts "
-                                       "and on held-out templates; mean and >= 2/3 of seeds",
-                numbers={"UnHype target rate": _mean(tr), "per-seed target rate": tr,
-                         "retain drop (points)": 100 * _mean(drop),
-                         "retain drop, held-out templates (points)": 100 * _mean(droph), "seeds meeting it": votes},
-                reason=reason, inconclusive=_few_seeds(len(m)), needs=("K1",))
+    n_ok, need = _votes(ok)
+    votes = f"{n_ok} of {len(ok)}"
+    t_rate = decide_threshold(tr, T["rate"], "<=")
+    t_drop = decide_threshold(drop, T["retain_drop"], "<=")
+    t_droph = decide_threshold(droph, T["retain_drop"], "<=")
+    word = _seed_word([t_rate.word, t_drop.word, t_droph.word], n_ok >= need)
+    parts = [(t_rate, f"UnHype's target rate {t_rate.estimate:.3f}, 95% CI {_ci(t_rate.ci_lo, t_rate.ci_hi)} over "
+                      f"{t_rate.n} seeds,", f"{T['rate']}",
+              f"UnHype still makes the target in {t_rate.estimate:.3f} of samples (95% CI "
+              f"{_ci(t_rate.ci_lo, t_rate.ci_hi)}, wholly above {T['rate']})"),
+             (t_drop, f"the retain drop {100 * t_drop.estimate:.1f} points, 95% CI {_ci(t_drop.ci_lo, t_drop.ci_hi, 100, '.1f')},",
+              "5 points", f"retain accuracy drops {100 * t_drop.estimate:.1f} points (95% CI "
+                          f"{_ci(t_drop.ci_lo, t_drop.ci_hi, 100, '.1f')}, wholly above 5)"),
+             (t_droph, f"the held-out-template retain drop {100 * t_droph.estimate:.1f} points, 95% CI "
+                       f"{_ci(t_droph.ci_lo, t_droph.ci_hi, 100, '.1f')},", "5 points",
+              f"retain accuracy on held-out templates drops {100 * t_droph.estimate:.1f} points (95% CI "
+              f"{_ci(t_droph.ci_lo, t_droph.ci_hi, 100, '.1f')}, wholly above 5)")]
+    if word == "fails":
+        reason = _join([bad for t, _, _, bad in parts if t.word == "fails"])
+    elif word == "holds":
+        reason = (f"target rate {t_rate.estimate:.3f} (95% CI {_ci(t_rate.ci_lo, t_rate.ci_hi)}) <= {T['rate']}; retain "
+                  f"drop {100 * t_drop.estimate:.2f} points (CI {_ci(t_drop.ci_lo, t_drop.ci_hi, 100, '.2f')}) on all "
+                  f"retain prompts and {100 * t_droph.estimate:.2f} (CI {_ci(t_droph.ci_lo, t_droph.ci_hi, 100, '.2f')}) on "
+                  f"held-out templates (<= 5); met in {votes} seeds.")
+    else:
+        noisy = [f"{what} contains {bar}" for t, what, bar, _ in parts if t.word == "inconclusive"]
+        reason = (_join(["within noise of the bar: " + "; ".join(noisy)]) if noisy
+                  else _join([_count_missed(n_ok, len(ok), need)]))
+    return dict(holds=None if word == "inconclusive" else word == "holds",
+                threshold=f"UnHype rate <= {T['rate']}; retain drop <= 5 points on all retain prompts and on held-out "
+                          "templates; each by its 95% CI over seeds (holds: clear of the bar and met in >= 2/3 of "
+                          "seeds; fails: wholly on the other side)",
+                numbers={"UnHype target rate": t_rate.estimate, "UnHype target rate ci95": [t_rate.ci_lo, t_rate.ci_hi],
+                         "per-seed target rate": tr,
+                         "retain drop (points)": 100 * t_drop.estimate,
+                         "retain drop ci95 (points)": [100 * t_drop.ci_lo, 100 * t_drop.ci_hi],
+                         "retain drop, held-out templates (points)": 100 * t_droph.estimate,
+                         "retain drop, held-out templates ci95 (points)": [100 * t_droph.ci_lo, 100 * t_droph.ci_hi],
+                         "seeds meeting it": votes},
+                reason=reason if word != "inconclusive" else "",
+                inconclusive=_few_seeds(len(m)) or (reason if word == "inconclusive" else None), needs=("K1",))
 
 
 def c2(m: list[dict]) -> dict:
-    """UnHype vs LoRA-ESD on the 3 nearest digits, paired over seeds (the matched erasure is control K2)."""
+    """UnHype vs LoRA-ESD on the 3 nearest digits, paired over seeds (the matched erasure is control K2).
+
+    The gain ">= 3 points" is decided by the paired 95% CI against the margin (:func:`threshold_from_ci`), "drift
+    lower" by :func:`compare_paired` (better holds, worse fails); the seed count only further conditions a hold."""
     un = [s["UnHype"]["retain_acc_near"] for s in m]
     ln = [s["LoRA-ESD"]["retain_acc_near"] for s in m]
     du = [s["UnHype"]["drift_near"] for s in m]
     dl = [s["LoRA-ESD"]["drift_near"] for s in m]
     g = compare_paired(un, ln, higher_is_better=True, margin=T["near_gain"])
     d = compare_paired(du, dl, higher_is_better=False)
-    gain_part = _ci_part(g.ci_lo, g.ci_hi, T["near_gain"])
-    drift_part = _ci_part(d.ci_lo, d.ci_hi, 0.0)
+    gain_part = threshold_from_ci(g.mean_diff, g.ci_lo, g.ci_hi, T["near_gain"], ">=", g.n).word
+    drift_part = _cmp_word(d)
     ok = [a - b >= T["near_gain"] and x < y for a, b, x, y in zip(un, ln, du, dl)]
     n_ok, need = _votes(ok)
     nums = {"retain acc near, UnHype": _mean(un), "retain acc near, LoRA-ESD": _mean(ln),
             "near acc gain (points)": 100 * g.mean_diff, "near acc gain ci95 (points)": [100 * g.ci_lo, 100 * g.ci_hi],
             "pairs (seeds)": g.n, "near acc comparison (margin 3 points)": g.word,
+            "near acc gain vs 3 points": gain_part,
             "drift near, UnHype": _mean(du), "drift near, LoRA-ESD": _mean(dl),
             **d.numbers("drift (LoRA-ESD - UnHype)"),
             "retain acc near, held-out templates (UnHype, LoRA-ESD)":
@@ -266,96 +321,150 @@ def c2(m: list[dict]) -> dict:
                  f"[{d.ci_lo:.3f}, {d.ci_hi:.3f}]")
     holds: bool | None
     inconclusive = _few_seeds(len(m))
-    if "fails" in (gain_part, drift_part):
+    word = _seed_word([gain_part, drift_part], n_ok >= need)
+    if word == "fails":
         holds = False
         reason = _join([f"{gain_txt} (wholly below 3)" if gain_part == "fails" else "",
                         f"{drift_txt} (UnHype's is not lower)" if drift_part == "fails" else ""])
-    elif gain_part == drift_part == "holds":
-        holds = n_ok >= need
-        reason = (f"{gain_txt} (above 3); {drift_txt} (above 0); met in {n_ok} of {len(ok)} seeds."
-                  if holds else f"the paired intervals clear their margins but the condition is met in only "
-                                f"{n_ok} of {len(ok)} seeds (< {need}).")
+    elif word == "holds":
+        holds = True
+        reason = f"{gain_txt} (above 3); {drift_txt} (above 0); met in {n_ok} of {len(ok)} seeds."
     else:
         holds, reason = None, ""
-        inconclusive = inconclusive or _join([f"{gain_txt}, which straddles the 3-point margin"
-                                              if gain_part == "undecided" else "",
-                                              f"{drift_txt}, which straddles 0" if drift_part == "undecided" else ""])
-    return dict(holds=holds, threshold="paired over seeds: near-digit retain acc gain 95% CI above 3 points and "
-                                       "near drift lower (CI above 0); condition in >= 2/3 of seeds",
+        noisy = [f"{gain_txt}, which straddles the 3-point margin" if gain_part == "inconclusive" else "",
+                 f"{drift_txt}, which straddles 0" if drift_part == "inconclusive" else ""]
+        inconclusive = inconclusive or (_join(["within noise of the bar: " + "; ".join(p for p in noisy if p)])
+                                        if any(noisy) else _join([_count_missed(n_ok, len(ok), need)]))
+    return dict(holds=holds, threshold="paired over seeds: near-digit retain acc gain 95% CI at or above 3 points and "
+                                       "near drift lower (CI above 0); a hold also needs the condition in >= 2/3 of "
+                                       "seeds (a missed count alone is inconclusive)",
                 numbers=nums, reason=reason, inconclusive=inconclusive, needs=("K1", "K2"))
 
 
 def c3a(ratios: list[float]) -> dict:
+    """Norm ratio >= 10x, decided on the per-seed log ratio's 95% interval over seeds (geometric mean)."""
     ok = [r >= T["norm_ratio"] for r in ratios]
-    holds, votes = _seed_rule(_mean(ratios) >= T["norm_ratio"], ok)
-    reason = (f"target prompts' adapters are {_mean(ratios):.1f}x the retain prompts' (per seed "
-              f"{', '.join(f'{r:.1f}' for r in ratios)}); >= {T['norm_ratio']:g} in {votes} seeds.")
-    return dict(holds=holds, threshold=f"norm ratio >= {T['norm_ratio']:g}; mean and >= 2/3 of seeds",
-                numbers={"norm ratio (mean)": _mean(ratios), "per-seed ratio": list(ratios), "seeds meeting it": votes},
-                reason=reason, inconclusive=_few_seeds(len(ratios)), needs=("K1",))
+    n_ok, need = _votes(ok)
+    votes = f"{n_ok} of {len(ok)}"
+    t = _log_test(ratios, T["norm_ratio"], ">=")
+    word = _seed_word([t.word], n_ok >= need)
+    base = (f"target prompts' adapters are {t.estimate:.1f}x the retain prompts' (geometric mean over seeds, 95% CI "
+            f"{_ci(t.ci_lo, t.ci_hi, fmt='.1f')}; per seed {', '.join(f'{r:.1f}' for r in ratios)}); "
+            f">= {T['norm_ratio']:g} in {votes} seeds")
+    reason = {"holds": f"{base}.", "fails": f"{base}: the interval lies wholly below {T['norm_ratio']:g}.",
+              "inconclusive": (f"{base}: the interval contains {T['norm_ratio']:g}, within noise of the bar."
+                               if t.word == "inconclusive" else f"{base}: {_count_missed(n_ok, len(ok), need)}.")}[word]
+    return dict(holds=None if word == "inconclusive" else word == "holds",
+                threshold=f"norm ratio >= {T['norm_ratio']:g} (95% CI of the geometric mean over seeds; a hold also "
+                          "needs >= 2/3 of seeds)",
+                numbers={"norm ratio (mean)": _mean(ratios), "norm ratio (geometric mean)": t.estimate,
+                         "norm ratio (geometric mean) ci95": [t.ci_lo, t.ci_hi], "per-seed ratio": list(ratios),
+                         "seeds meeting it": votes},
+                reason=reason if word != "inconclusive" else "",
+                inconclusive=_few_seeds(len(ratios)) or (reason if word == "inconclusive" else None), needs=("K1",))
 
 
 def c3b(esd_curves: list[list[float]]) -> dict:
+    """L(K)/L(0) <= 0.5, decided on the per-seed log ratio's 95% interval over seeds (geometric mean)."""
     curves = np.asarray(esd_curves, float)
     red = curves[:, -1] / curves[:, 0]
     mc = curves.mean(0)
-    holds, votes = _seed_rule(mc[-1] / mc[0] <= T["esd_ratio"], [x <= T["esd_ratio"] for x in red])
-    reason = (f"L(K)/L(0) = {mc[-1] / mc[0]:.3f} for the seed-mean curve (per seed "
-              f"{', '.join(f'{x:.3f}' for x in red)}); <= {T['esd_ratio']} in {votes} seeds.")
-    return dict(holds=holds, threshold=f"L(K)/L(0) <= {T['esd_ratio']}; mean curve and >= 2/3 of seeds",
-                numbers={"L(K)/L(0)": float(mc[-1] / mc[0]), "per-seed L(K)/L(0)": red.tolist(),
+    n_ok, need = _votes([x <= T["esd_ratio"] for x in red])
+    votes = f"{n_ok} of {len(red)}"
+    t = _log_test(red, T["esd_ratio"], "<=")
+    word = _seed_word([t.word], n_ok >= need)
+    base = (f"L(K)/L(0) = {t.estimate:.3f} (geometric mean over seeds, 95% CI {_ci(t.ci_lo, t.ci_hi)}; per seed "
+            f"{', '.join(f'{x:.3f}' for x in red)}; {mc[-1] / mc[0]:.3f} for the seed-mean curve); "
+            f"<= {T['esd_ratio']} in {votes} seeds")
+    reason = {"holds": f"{base}.", "fails": f"{base}: the interval lies wholly above {T['esd_ratio']}.",
+              "inconclusive": (f"{base}: the interval contains {T['esd_ratio']}, within noise of the bar."
+                               if t.word == "inconclusive" else f"{base}: {_count_missed(n_ok, len(red), need)}.")}[word]
+    return dict(holds=None if word == "inconclusive" else word == "holds",
+                threshold=f"L(K)/L(0) <= {T['esd_ratio']} (95% CI of the geometric mean over seeds; a hold also needs "
+                          ">= 2/3 of seeds)",
+                numbers={"L(K)/L(0)": float(mc[-1] / mc[0]), "L(K)/L(0) (geometric mean over seeds)": t.estimate,
+                         "L(K)/L(0) (geometric mean) ci95": [t.ci_lo, t.ci_hi], "per-seed L(K)/L(0)": red.tolist(),
                          "seeds meeting it": votes},
-                reason=reason, inconclusive=_few_seeds(len(curves)), needs=("K1", "K3"))
+                reason=reason if word != "inconclusive" else "",
+                inconclusive=_few_seeds(len(curves)) or (reason if word == "inconclusive" else None), needs=("K1", "K3"))
 
 
 def c3c(esd_curves: list[list[float]], ks: list[int]) -> dict:
+    """Spearman rho <= -0.9, decided on the per-seed rho's 95% interval over seeds (the mean curve's rho is
+    reported beside it)."""
     curves = np.asarray(esd_curves, float)
     rho = [_rho(c) for c in curves]
     mc = curves.mean(0)
     rho_mean = _rho(mc)
-    holds, votes = _seed_rule(rho_mean <= T["rho"], [x <= T["rho"] for x in rho])
+    n_ok, need = _votes([x <= T["rho"] for x in rho])
+    votes = f"{n_ok} of {len(rho)}"
+    t = decide_threshold(rho, T["rho"], "<=")
+    word = _seed_word([t.word], n_ok >= need)
     j = int(np.argmin(mc))
     shape = (f"the seed-mean loss is lowest at k = {ks[j]} ({mc[j]:.4g}) and ends at {mc[-1]:.4g} at k = {ks[-1]}"
              + (f", {mc[-1] / mc[j]:.2f}x its minimum" if j < len(mc) - 1 else ""))
-    reason = (f"Spearman rho {rho_mean:.2f} (per seed {', '.join(f'{x:.2f}' for x in rho)}) vs <= {T['rho']}, met "
-              f"in {votes} seeds; {shape}.")
-    return dict(holds=holds, threshold=f"Spearman rho <= {T['rho']}; mean curve and >= 2/3 of seeds",
-                numbers={"Spearman rho (mean curve)": rho_mean, "per-seed rho": rho, "argmin k (mean curve)": ks[j],
-                         "seeds meeting it": votes},
-                reason=reason, inconclusive=_few_seeds(len(curves)), needs=("K1", "K3"))
+    base = (f"Spearman rho {t.estimate:.2f} (mean over seeds, 95% CI {_ci(t.ci_lo, t.ci_hi, fmt='.2f')}; per seed "
+            f"{', '.join(f'{x:.2f}' for x in rho)}; {rho_mean:.2f} for the seed-mean curve) vs <= {T['rho']}, met in "
+            f"{votes} seeds")
+    tail = {"holds": "", "fails": f", the interval wholly above {T['rho']}",
+            "inconclusive": (f", the interval contains {T['rho']}: within noise of the bar" if t.word == "inconclusive"
+                             else f": {_count_missed(n_ok, len(rho), need)}")}[word]
+    reason = f"{base}{tail}; {shape}."
+    return dict(holds=None if word == "inconclusive" else word == "holds",
+                threshold=f"Spearman rho <= {T['rho']} (95% CI of the mean over seeds; a hold also needs >= 2/3 of seeds)",
+                numbers={"Spearman rho (mean curve)": rho_mean, "Spearman rho (mean over seeds)": t.estimate,
+                         "Spearman rho (mean over seeds) ci95": [t.ci_lo, t.ci_hi], "per-seed rho": rho,
+                         "argmin k (mean curve)": ks[j], "seeds meeting it": votes},
+                reason=reason if word != "inconclusive" else "",
+                inconclusive=_few_seeds(len(curves)) or (reason if word == "inconclusive" else None), needs=("K1", "K3"))
 
 
 def c4(m: list[dict]) -> dict:
+    """Paraphrase rate <= 0.30 and the paraphrase retain drop <= 5 points, each by its 95% interval over seeds;
+    "below UCE's" by the paired comparison (better holds, worse fails)."""
     pu = [s["UnHype"]["para_target_rate"] for s in m]
     pc = [s["UCE"]["para_target_rate"] for s in m]
     drop = [s["base"]["para_retain_acc"] - s["UnHype"]["para_retain_acc"] for s in m]
     cmp_ = compare_paired(pu, pc, higher_is_better=False)
-    below = _ci_part(cmp_.ci_lo, cmp_.ci_hi, 0.0)
+    t_rate = decide_threshold(pu, T["para_rate"], "<=")
+    t_drop = decide_threshold(drop, T["para_drop"], "<=")
+    below = _cmp_word(cmp_)
     ok = [u <= T["para_rate"] and u < c and d <= T["para_drop"] for u, c, d in zip(pu, pc, drop)]
-    rate_ok = _mean(pu) <= T["para_rate"]
-    drop_ok = _mean(drop) <= T["para_drop"]
     n_ok, need = _votes(ok)
     cmp_txt = (f"UCE's paraphrase rate exceeds UnHype's by {cmp_.mean_diff:.3f}, 95% CI "
                f"[{cmp_.ci_lo:.3f}, {cmp_.ci_hi:.3f}] over {cmp_.n} seeds")
+    rate_txt = f"UnHype's paraphrase target rate is {t_rate.estimate:.3f} (95% CI {_ci(t_rate.ci_lo, t_rate.ci_hi)})"
+    drop_txt = (f"paraphrase retain accuracy drops {100 * t_drop.estimate:.1f} points (95% CI "
+                f"{_ci(t_drop.ci_lo, t_drop.ci_hi, 100, '.1f')})")
     inconclusive = _few_seeds(len(m))
     holds: bool | None
-    if not rate_ok or not drop_ok or below == "fails":
+    word = _seed_word([t_rate.word, below, t_drop.word], n_ok >= need)
+    if word == "fails":
         holds = False
-        reason = _join([f"UnHype's paraphrase target rate is {_mean(pu):.3f} (> {T['para_rate']})" if not rate_ok else "",
+        reason = _join([f"{rate_txt}, wholly above {T['para_rate']}" if t_rate.word == "fails" else "",
                         f"{cmp_txt}: not below UCE's" if below == "fails" else "",
-                        f"paraphrase retain accuracy drops {100 * _mean(drop):.1f} points (> 5)" if not drop_ok else ""])
-    elif below == "holds":
-        holds = n_ok >= need
-        reason = (f"UnHype's paraphrase target rate {_mean(pu):.3f} <= {T['para_rate']}; {cmp_txt}; paraphrase retain "
-                  f"drop {100 * _mean(drop):.2f} points; met in {n_ok} of {len(ok)} seeds.")
+                        f"{drop_txt}, wholly above 5" if t_drop.word == "fails" else ""])
+    elif word == "holds":
+        holds = True
+        reason = (f"{rate_txt} <= {T['para_rate']}; {cmp_txt}; paraphrase retain drop {100 * t_drop.estimate:.2f} "
+                  f"points (CI {_ci(t_drop.ci_lo, t_drop.ci_hi, 100, '.2f')}); met in {n_ok} of {len(ok)} seeds.")
     else:
         holds, reason = None, ""
-        inconclusive = inconclusive or f"{cmp_txt}, which straddles 0: no measurable difference from UCE."
-    return dict(holds=holds, threshold=f"paraphrase rate <= {T['para_rate']} (mean, >= 2/3 seeds) and below UCE's "
-                                       "(paired 95% CI above 0); paraphrase retain drop <= 5 points",
-                numbers={"UnHype paraphrase target rate": _mean(pu), "UCE paraphrase target rate": _mean(pc),
+        noisy = [f"{rate_txt}, which contains {T['para_rate']}" if t_rate.word == "inconclusive" else "",
+                 f"{cmp_txt}, which straddles 0: no measurable difference from UCE" if below == "inconclusive" else "",
+                 f"{drop_txt}, which contains 5" if t_drop.word == "inconclusive" else ""]
+        inconclusive = inconclusive or (_join(["within noise of the bar: " + "; ".join(p for p in noisy if p)])
+                                        if any(noisy) else _join([_count_missed(n_ok, len(ok), need)]))
+    return dict(holds=holds, threshold=f"paraphrase rate <= {T['para_rate']} and paraphrase retain drop <= 5 points "
+                                       "(each by its 95% CI over seeds), below UCE's (paired 95% CI above 0); a hold "
+                                       "also needs the condition in >= 2/3 of seeds",
+                numbers={"UnHype paraphrase target rate": t_rate.estimate,
+                         "UnHype paraphrase target rate ci95": [t_rate.ci_lo, t_rate.ci_hi],
+                         "UCE paraphrase target rate": _mean(pc),
                          **cmp_.numbers("UCE - UnHype"),
-                         "paraphrase retain drop (points)": 100 * _mean(drop), "seeds meeting it": f"{n_ok} of {len(ok)}"},
+                         "paraphrase retain drop (points)": 100 * t_drop.estimate,
+                         "paraphrase retain drop ci95 (points)": [100 * t_drop.ci_lo, 100 * t_drop.ci_hi],
+                         "seeds meeting it": f"{n_ok} of {len(ok)}"},
                 reason=reason, inconclusive=inconclusive, needs=("K1", "K4"))
 
 
