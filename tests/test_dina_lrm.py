@@ -331,13 +331,27 @@ def test_c1_holds_fails_and_is_undecided():
 
 def test_c2a_c2b_hold_and_fail():
     s = [0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    assert verdicts.c2a(s, [0.8, 0.78, 0.75, 0.7, 0.6, 0.5])["holds"]
-    assert not verdicts.c2a(s, [0.8, 0.78, 0.80, 0.7, 0.6, 0.5])["holds"]
+    jit = np.array([[0.0], [0.002], [-0.002]])          # three seeds, per-seed offsets of the whole curve
+    assert verdicts.c2a(s, np.array([0.8, 0.78, 0.75, 0.7, 0.6, 0.5]) + jit)["holds"] is True
+    up = np.array([0.8, 0.78, 0.80, 0.7, 0.6, 0.5]) + jit
+    assert verdicts.c2a(s, up)["holds"] is False
+    # one seed: no interval over seeds, nothing decided
+    assert verdicts.c2a(s, [0.8, 0.78, 0.80, 0.7, 0.6, 0.5])["holds"] is None
     bn, bb = np.array([0.20, 0.21, 0.20]), np.array([0.22, 0.23, 0.225])
     en, eb = np.array([0.01, 0.012, 0.011]), np.array([0.05, 0.06, 0.055])
     assert verdicts.c2b(bn, bb, en, eb)["holds"] is True
     assert verdicts.c2b(bb + 0.01, bb, en, eb)["holds"] is False
     assert verdicts.c2b(bn, bb, eb, eb)["holds"] is False
+
+
+def test_c2a_rise_within_seed_noise_of_the_tolerance_is_inconclusive():
+    s = [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    base = np.array([0.8, 0.78, 0.75, 0.7, 0.6, 0.5])
+    curves = np.tile(base, (3, 1))
+    curves[:, 2] += np.array([0.0, 0.04, 0.05])       # σ 0.2 -> 0.4 rises by -3, +1, +2 points over the seeds
+    d = verdicts.c2a(s, curves)
+    lo, hi = d["numbers"]["rise ci95 per step (points)"][1]
+    assert lo < 1 < hi and d["holds"] is None and "within noise" in d["inconclusive"]
 
 
 def test_c3_holds_fails_and_needs_k8_k16():
@@ -351,9 +365,17 @@ def test_c3_holds_fails_and_needs_k8_k16():
 
 def test_c4_c5_c6_hold_and_fail():
     pix = np.array([0.75, 0.76, 0.74])
-    assert verdicts.c4(pix - 0.005, pix, pix - 0.05, 5.0, 10.0, [0.0] * 3)["holds"] is True
-    assert verdicts.c4(pix - 0.10, pix, pix - 0.05, 5.0, 10.0, [0.0] * 3)["holds"] is False
-    assert verdicts.c4(pix - 0.005, pix, pix - 0.05, 1.5, 10.0, [0.0] * 3)["holds"] is False
+    rng = np.random.default_rng(0)
+    dina_t = 1.0 + 0.02 * rng.standard_normal(21)     # ms per sample in 21 interleaved rounds
+
+    def rounds(ratio):
+        return ratio * dina_t * (1 + 0.02 * rng.standard_normal(21)), dina_t
+
+    assert verdicts.c4(pix - 0.005, pix, pix - 0.05, 5.0, 10.0, [0.0] * 3, time_rounds=rounds(5.0))["holds"] is True
+    assert verdicts.c4(pix - 0.10, pix, pix - 0.05, 5.0, 10.0, [0.0] * 3, time_rounds=rounds(5.0))["holds"] is False
+    assert verdicts.c4(pix - 0.005, pix, pix - 0.05, 1.5, 10.0, [0.0] * 3, time_rounds=rounds(1.5))["holds"] is False
+    # without per-round timings the time part decides nothing
+    assert verdicts.c4(pix - 0.005, pix, pix - 0.05, 5.0, 10.0, [0.0] * 3)["holds"] is None
     eq = {500.0: [1.0, 1.1, 1.05]}
     good = verdicts.c5([20, 22, 21], [60, 70, 65], [0.5, 0.6, 0.55], [3.0, 3.5, 3.2], {500.0: [1.0, 1.1, 1.0]},
                        {500.0: [0.5, 0.6, 0.55]}, 300)
@@ -366,6 +388,24 @@ def test_c4_c5_c6_hold_and_fail():
     hack = [[0, 0.4, 0.2, 0.1, -0.2]] * 3
     d = verdicts.c6(hack, up, steps)
     assert d["holds"] is False and "peaked" in d["reason"]
+
+
+def test_c4_time_ratio_and_c6_spearman_within_noise_are_inconclusive():
+    pix = np.array([0.75, 0.76, 0.74])
+    rng = np.random.default_rng(1)
+    dina_t = np.ones(21)
+    pix_t = 3.0 * np.exp(0.3 * rng.standard_normal(21))   # ratio near the bar 3, rounds spread +-30 %
+    ratio = float(np.median(pix_t) / np.median(dina_t))
+    d = verdicts.c4(pix - 0.005, pix, pix - 0.05, ratio, 10.0, [0.0] * 3, time_rounds=(pix_t, dina_t))
+    lo, hi = d["numbers"]["pixel/DiNa time ci95"]
+    assert lo < 3 < hi and d["holds"] is None and "within noise" in d["inconclusive"]
+    # Spearman 1.0, 0.9, 0.3 over seeds: mean 0.73 with an interval far across 0.7; 2 of 3 seeds >= 0.7
+    steps = [0, 5, 10, 15, 20]
+    o = [[0, 0.2, 0.4, 0.6, 0.8]] * 3
+    r = [[0, 0.2, 0.4, 0.6, 0.8], [0, 0.4, 0.2, 0.6, 0.8], [0.8, 0, 0.6, 0.2, 0.4]]
+    c = verdicts.c6(o, r, steps)
+    lo, hi = c["numbers"]["mean Spearman ci95"]
+    assert lo < 0.7 < hi and c["holds"] is None and "within noise" in c["inconclusive"]
 
 
 # ----------------------------------------------------------------------------- negative twins (issue 41)

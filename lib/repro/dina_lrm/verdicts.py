@@ -15,8 +15,12 @@ Rules.
   fails, and is otherwise inconclusive (the card's threshold cannot be told from seed noise).
 * "Within 3 points" (C4) is a no-worse-than claim with margin 3 points: CI of DiNa − pixel above −3 → holds, wholly
   below → fails, straddling → undecided.
-* C2a (a curve's shape) and C6 (Spearman ≥ 0.7) use the card's rule for the mean over seeds and, for C6, the count
-  "in ≥ 2 of 3 seeds" (⌈2n/3⌉ of n).
+* Thresholds are decided by their 95 % interval (issue 41): holds when the interval clears the bar, fails when it
+  lies wholly on the other side, else inconclusive (within noise of the bar). C2a: every step up in σ has a paired
+  t interval over seeds of the per-seed rise; the claim holds when every step's interval lies at or below +1 point
+  and fails when one lies wholly above it. C4's time ratio (the pixel RM's median reward+gradient time over
+  DiNa's): a paired bootstrap over the interleaved timing rounds. C6: the t interval over seeds of the mean
+  Spearman against 0.7; the count "≥ 0.7 in ⌈2n/3⌉ of n seeds" is needed for a hold but is no fail condition.
 * Fewer than 3 seeds: every comparative claim is inconclusive (a paired CI over 2 seeds decides nothing).
 """
 from __future__ import annotations
@@ -28,7 +32,7 @@ import numpy as np
 from scipy import stats
 
 from repro.common import compare_paired
-from repro.common.stats import mean_ci
+from repro.common.stats import decide_threshold, mean_ci, threshold_from_ci
 
 THRESHOLDS = {
     "K1_min_ceiling": 0.75,       # Acc* = mean Φ(|Δr*|/s_h)
@@ -55,6 +59,7 @@ THRESHOLDS = {
     "C5_dpo_margin": 0.1,         # "≥ DPO" decided with a margin of 0.1 sd(r*) (a third of K3's movement)
     "C6_min_spearman": 0.7,
     "min_seeds": 3,
+    "n_boot": 2000,               # bootstrap resamples of C4's timing interval (fixed rng seed 0)
 }
 T = THRESHOLDS
 
@@ -298,20 +303,45 @@ def c1(dina: Sequence[float], bt: Sequence[float], clean: Sequence[float], u: fl
                 reason=f"{t1}; {t2}", inconclusive=inc, needs=("K1", "K2a"))
 
 
-def c2a(sigmas: Sequence[float], curve: Sequence[float], others: dict | None = None) -> dict:
-    """The seed-mean accuracy curve of DiNa-LRM over the σ grid."""
-    c = np.asarray(curve, float)
-    rises = np.diff(c)
-    worst = int(np.argmax(rises)) if rises.size else 0
-    ok = bool(rises.size and rises.max() <= T["C2a_tolerance"])
+def c2a(sigmas: Sequence[float], curves: Sequence[Sequence[float]], others: dict | None = None) -> dict:
+    """DiNa-LRM's accuracy curves over the σ grid, one row per seed ([seeds, σ]; a 1-d curve is one seed).
+
+    Each step up in σ is decided by the paired t interval over seeds of the per-seed rise (next − this accuracy):
+    the step passes when its interval lies at or below +1 point and misses when it lies wholly above. The claim
+    holds when every step passes, fails when one misses, else is inconclusive (within noise of the tolerance)."""
+    C = np.atleast_2d(np.asarray(curves, float))
+    c = C.mean(axis=0)
+    R = np.diff(C, axis=1)                            # [seeds, steps] per-seed rises
+    rises = R.mean(axis=0) if R.size else np.zeros(0)
+    thr = (f"every step up in σ lowers accuracy or raises it by <= {100 * T['C2a_tolerance']:.0f} point (paired "
+           "95 % CI over seeds of each step's rise at or below it)")
+    if not rises.size:
+        return dict(holds=None, threshold=thr, numbers={"DiNa accuracy vs sigma": c.tolist()}, reason="",
+                    inconclusive="no σ grid", needs=("K1",))
+    tests = [decide_threshold(R[:, k], T["C2a_tolerance"], "<=") for k in range(R.shape[1])]
+    words = [t.word for t in tests]
+    worst = int(np.argmax(rises))
     nums = {"DiNa accuracy vs sigma": c.tolist(), "largest rise (points)": 100 * float(rises.max()),
-            "accuracy at sigma=1": float(c[-1]), **(others or {})}
-    return dict(holds=ok, threshold=f"every step up in σ lowers accuracy or raises it by <= "
-                                    f"{100 * T['C2a_tolerance']:.0f} point",
-                numbers=nums,
-                reason=f"the largest rise is {_pts(float(rises.max()))} points, from σ = {sigmas[worst]:g} to "
-                       f"σ = {sigmas[worst + 1]:g}; accuracy at σ = 1 is {c[-1]:.4f}" if rises.size else "no σ grid",
-                needs=("K1",))
+            "rise per step (points)": [100 * float(v) for v in rises],
+            "rise ci95 per step (points)": [[100 * t.ci_lo, 100 * t.ci_hi] for t in tests],
+            "accuracy at sigma=1": float(c[-1]), "seeds": int(C.shape[0]), **(others or {})}
+    step = lambda k: f"σ = {sigmas[k]:g} → {sigmas[k + 1]:g}"  # noqa: E731
+    ci = lambda k: f"[{_pts(tests[k].ci_lo)}, {_pts(tests[k].ci_hi)}]"  # noqa: E731
+    base = (f"the largest seed-mean rise is {_pts(float(rises.max()))} points ({step(worst)}, 95 % CI {ci(worst)}); "
+            f"accuracy at σ = 1 is {c[-1]:.4f}")
+    if "fails" in words:
+        bad = [k for k, w in enumerate(words) if w == "fails"]
+        holds, inc = False, None
+        reason = base + "; the whole CI lies above +1 point at " + ", ".join(f"{step(k)} {ci(k)}" for k in bad)
+    elif all(w == "holds" for w in words):
+        holds, inc, reason = True, None, base + "; every step's CI lies at or below +1 point"
+    else:
+        und = [k for k, w in enumerate(words) if w == "inconclusive"]
+        holds = None
+        reason = base + "; within noise of the bar: the CI contains +1 point at " + ", ".join(
+            f"{step(k)} {ci(k)}" for k in und)
+        inc = reason if C.shape[0] >= 2 else f"one seed: no interval over seeds; {reason}"
+    return dict(holds=holds, threshold=thr, numbers=nums, reason=reason, inconclusive=inc, needs=("K1",))
 
 
 def c2b(brier_nll: Sequence[float], brier_bt: Sequence[float], ece_nll: Sequence[float],
@@ -359,25 +389,52 @@ def c3(acc_k: dict, u: float, var_k: dict | None = None) -> dict:
                 needs=("K1", "K2b"))
 
 
+def time_ratio_ci(num_rounds: Sequence[float], den_rounds: Sequence[float], n_boot: int | None = None,
+                  rng_seed: int = 0) -> tuple[float, float, float]:
+    """median(num)/median(den) of two paths' per-round times and its 95 % percentile interval from a paired bootstrap
+    over the interleaved rounds (round i of both paths ran back to back, so a resample draws the same rounds for
+    both). Fewer than two rounds: unbounded."""
+    a, b = np.asarray(num_rounds, float), np.asarray(den_rounds, float)
+    est = float(np.median(a) / np.median(b))
+    if a.size < 2 or a.shape != b.shape:
+        return est, -math.inf, math.inf
+    idx = np.random.default_rng(rng_seed).integers(0, a.size, size=(n_boot or T["n_boot"], a.size))
+    lo, hi = np.percentile(np.median(a[idx], axis=1) / np.median(b[idx], axis=1), [2.5, 97.5])
+    return est, float(lo), float(hi)
+
+
 def c4(dina_best: Sequence[float], pixel_big: Sequence[float], pixel_matched: Sequence[float],
-       time_ratio: float, flop_ratio: float, best_sigmas: Sequence[float]) -> dict:
-    """Per-seed accuracies of DiNa (best σ, K = 8) and of the pixel RMs; reward+gradient time ratio pixel / DiNa."""
+       time_ratio: float, flop_ratio: float, best_sigmas: Sequence[float],
+       time_rounds: tuple[Sequence[float], Sequence[float]] | None = None) -> dict:
+    """Per-seed accuracies of DiNa (best σ, K = 8) and of the pixel RMs; reward+gradient time ratio pixel / DiNa.
+
+    ``time_rounds`` = (pixel, DiNa) per-round reward+gradient times of the interleaved timing (``rounds_ms`` of
+    :func:`repro.dina_lrm.metrics.timing_summary`): the ratio ≥ 3 is decided by its paired bootstrap interval over
+    the rounds (:func:`time_ratio_ci`); without them the time part is undecided."""
     a, b = np.asarray(dina_best, float), np.asarray(pixel_big, float)
     cmp = compare_paired(a, b)
     m = T["C4_within"]
     s1 = "holds" if cmp.ci_lo > -m else "fails" if cmp.ci_hi < -m else "undecided"
-    s2 = "holds" if time_ratio >= T["C4_min_time_ratio"] else "fails"
+    if time_rounds is not None:
+        _, tlo, thi = time_ratio_ci(*time_rounds)
+    else:
+        tlo, thi = -math.inf, math.inf
+    tt = threshold_from_ci(time_ratio, tlo, thi, T["C4_min_time_ratio"], ">=")
+    s2 = {"holds": "holds", "fails": "fails", "inconclusive": "undecided"}[tt.word]
     holds, und = combine([s1, s2])
     t1 = (f"DiNa (best σ, K = 8) − pixel RM = {_pts(cmp.mean_diff)} points, 95 % CI [{_pts(cmp.ci_lo)}, "
           f"{_pts(cmp.ci_hi)}] against −{100 * m:.0f}")
-    t2 = (f"the pixel RM's reward+gradient costs {time_ratio:.2f} × DiNa's per sample (needs >= "
-          f"{T['C4_min_time_ratio']:g}) at {flop_ratio:.1f} × its FLOPs")
+    t2 = (f"the pixel RM's reward+gradient costs {time_ratio:.2f} × DiNa's per sample, 95 % CI [{tlo:.2f}, "
+          f"{thi:.2f}] over the timing rounds (needs >= {T['C4_min_time_ratio']:g}"
+          + ("; within noise of the bar" if s2 == "undecided" else "")
+          + (", no per-round timings" if time_rounds is None else "") + f") at {flop_ratio:.1f} × its FLOPs")
     n = a.size
     return dict(holds=holds, threshold=f"CI of DiNa − pixel above −{100 * m:.0f} pt and time ratio >= "
-                                       f"{T['C4_min_time_ratio']:g}",
+                                       f"{T['C4_min_time_ratio']:g} (its CI over timing rounds)",
                 numbers={"DiNa best sigma K=8": float(a.mean()), "pixel RM 10x": float(b.mean()),
                          "pixel RM FLOP-matched": float(np.mean(pixel_matched)), **cmp.numbers(),
-                         "pixel/DiNa time": f"{time_ratio:.2f} ×", "FLOP ratio": flop_ratio,
+                         "pixel/DiNa time": f"{time_ratio:.2f} ×", "pixel/DiNa time ci95": [tlo, thi],
+                         "FLOP ratio": flop_ratio,
                          "best sigma per seed": list(map(float, best_sigmas)), "seeds": n},
                 reason=f"{t1}; {t2}", inconclusive=_few(n) or (f"{t1}; {t2}" if und else None),
                 needs=("K1", "K4a"))
@@ -431,13 +488,21 @@ def c6(oracle_curves: Sequence[Sequence[float]], rm_curves: Sequence[Sequence[fl
     rh = np.asarray(rhos)
     need = math.ceil(2 * rh.size / 3 - 1e-9)
     count = int((rh >= T["C6_min_spearman"]).sum())
-    ok = bool(np.mean(rh) >= T["C6_min_spearman"] and count >= need)
+    t = decide_threshold(rh, T["C6_min_spearman"], ">=")
+    count_met = count >= need
+    word = "fails" if t.word == "fails" else "holds" if (t.holds and count_met) else "inconclusive"
     divs = [d for d in div if not math.isnan(d)]
-    return dict(holds=ok, threshold=f"mean Spearman >= {T['C6_min_spearman']} and in >= ⌈2n/3⌉ seeds",
+    reason = (f"Spearman(oracle, RM) over checkpoints is {np.mean(rh):.3f} on average, 95 % CI [{t.ci_lo:.3f}, "
+              f"{t.ci_hi:.3f}] over {rh.size} seed(s), >= {T['C6_min_spearman']} in {count} of {rh.size} seeds "
+              f"(needs {need})")
+    if word == "inconclusive":
+        reason += (f"; within noise of the bar: the CI contains {T['C6_min_spearman']}" if not t.decided else
+                   f"; the CI clears {T['C6_min_spearman']} but the seed count is missed")
+    reason += f"; the oracle peaked at step(s) {divs} while the RM reward kept rising" if divs else ""
+    return dict(holds=None if word == "inconclusive" else word == "holds",
+                threshold=f"mean Spearman >= {T['C6_min_spearman']} (95 % CI over seeds at or above it) and >= "
+                          f"{T['C6_min_spearman']} in ⌈2n/3⌉ seeds; fails only when the CI lies wholly below",
                 numbers={"Spearman per seed": rhos, "mean Spearman": float(np.mean(rh)),
-                         "seeds >= 0.7": f"{count} of {rh.size}",
+                         "mean Spearman ci95": [t.ci_lo, t.ci_hi], "seeds >= 0.7": f"{count} of {rh.size}",
                          "oracle peak before the end (step)": divs or None},
-                reason=f"Spearman(oracle, RM) over checkpoints is {np.mean(rh):.3f} on average, >= "
-                       f"{T['C6_min_spearman']} in {count} of {rh.size} seeds (needs {need})"
-                       + (f"; the oracle peaked at step(s) {divs} while the RM reward kept rising" if divs else ""),
-                needs=("K3a",))
+                reason=reason, inconclusive=reason if word == "inconclusive" else None, needs=("K3a",))
