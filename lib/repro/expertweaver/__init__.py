@@ -18,7 +18,8 @@ from .model import GPT, Routing, SwiGLU, build_model, ffn_macs, lm_loss, n_param
 from .partition import (LayerPlan, balanced_assign, balanced_assign_ref, balanced_kmeans, expert_sizes,
                         knee_threshold, layer_adaptive_shared, plan_layer, plan_no_shared, representatives)
 from .profile import (activation_frequency, active_mask, collect_gate_activations, frequency_by_domain,
-                      profile_model, selectivity_index, selectivity_null, universal_neurons)
+                      profile_model, selectivity_index, selectivity_null, universal_fraction_bootstrap,
+                      universal_neurons)
 from .train import converted, downcycle, evaluate_loss, load_or_train_dense, max_logit_diff
 from .verdicts import CLAIMS, CONTROLS, THRESHOLDS
 
@@ -29,7 +30,7 @@ __all__ = [
     "LayerPlan", "balanced_assign", "balanced_assign_ref", "balanced_kmeans", "expert_sizes", "knee_threshold",
     "layer_adaptive_shared", "plan_layer", "plan_no_shared", "representatives",
     "activation_frequency", "active_mask", "collect_gate_activations", "frequency_by_domain", "profile_model",
-    "selectivity_index", "selectivity_null", "universal_neurons",
+    "selectivity_index", "selectivity_null", "universal_fraction_bootstrap", "universal_neurons",
     "convert", "all_experts_on", "pattern_vectors", "shared_plans",
     "converted", "downcycle", "evaluate_loss", "load_or_train_dense", "max_logit_diff",
 ]

@@ -21,7 +21,7 @@ from .data import DOMAINS, Corpora, calibration_set, heldout_set, unigram_entrop
 from .model import GPT, Routing, build_model, ffn_macs
 from .partition import expert_sizes, knee_threshold, plan_layer, LayerPlan
 from .profile import (LayerProfile, activation_frequency, frequency_by_domain, profile_model, selectivity_index,
-                      selectivity_null, universal_neurons)
+                      selectivity_null, universal_fraction_bootstrap, universal_neurons)
 from .train import converted, downcycle, evaluate_loss, max_logit_diff
 
 
@@ -41,6 +41,7 @@ class Structure:
     selectivity_py_prose: float
     null_py_prose: np.ndarray
     freq: list[np.ndarray]
+    universal_boot: np.ndarray | None = None   # [n_boot, n_layers] bootstrap draws over calibration sequences (C1)
 
 
 def structure(cfg, model: GPT, profiles: list[LayerProfile], rows: np.ndarray, seq_domain: np.ndarray
@@ -60,8 +61,10 @@ def structure(cfg, model: GPT, profiles: list[LayerProfile], rows: np.ndarray, s
     keep = seq_domain < 2
     act2 = active.reshape(len(seq_domain), cfg.context, -1)[torch.from_numpy(keep)].reshape(-1, active.shape[1])
     sel2, null2 = selectivity_null(act2, seq_domain[keep], cfg.context, np.flatnonzero(spec), cfg.n_perm, rng)
+    boot = universal_fraction_bootstrap([p.active for p in profiles], seq_domain, cfg.context, 0.9,
+                                        rng=conversion_rng(cfg, 0, 102))
     return Structure(fd, [float(u.mean()) for u in uni], uni0, sel, null, sel2, null2,
-                     [activation_frequency(p.active) for p in profiles])
+                     [activation_frequency(p.active) for p in profiles], boot)
 
 
 # ----------------------------------------------------------------------------- C2, C3: training-free conversion
@@ -210,7 +213,8 @@ def run_downcycling(cfg, model: GPT, corpora: Corpora, heldout: dict[str, np.nda
 def latency(cfg, model: GPT, routings: list[Routing], synthetic: tuple[int, int] = (512, 2048)) -> dict[str, Any]:
     """Batch-1 seconds per FFN call: layer 0 of the trained model converted at 25 % (dense, 25 % slice, converted)
     and a synthetic FFN of width ``synthetic`` = (d, d_ff) with the same rule's sizes (uniform shared ½·ρ_b·d_ff,
-    E = n_experts routed experts)."""
+    E = n_experts routed experts); the synthetic FFN's timing repeats and its dense / converted speed-up with a
+    bootstrap interval over them (``synthetic_speedup`` = (estimate, lo, hi), claim C5)."""
     mlp, r = model.mlps[0], routings[0]
     experts = r.experts()
     with torch.no_grad():
@@ -221,5 +225,8 @@ def latency(cfg, model: GPT, routings: list[Routing], synthetic: tuple[int, int]
     B = int(round(0.25 * d_ff))
     plan = plan_layer(B / 2, d_ff, cfg.n_experts, B, C.tolerance(d_ff), u_min=1)
     w_g, w_u, w_d, shared, ex, reps, g = lat.synthetic_ffn(d, d_ff, plan, cfg.n_router_reps, cfg.seed)
-    syn = lat.layer_latency(w_g, w_u, w_d, shared, ex, reps, plan.k, 0.25, max(10, cfg.latency_reps // 3), g)
-    return {"card": card, "synthetic": syn, "synthetic_plan": plan, "synthetic_width": synthetic}
+    syn, syn_rep = lat.layer_latency(w_g, w_u, w_d, shared, ex, reps, plan.k, 0.25, max(10, cfg.latency_reps // 3), g,
+                                     with_repeats=True)
+    return {"card": card, "synthetic": syn, "synthetic_plan": plan, "synthetic_width": synthetic,
+            "synthetic_repeats": syn_rep,
+            "synthetic_speedup": lat.speedup_interval(syn_rep["dense"], syn_rep["moe"], rng=conversion_rng(cfg, 0, 103))}

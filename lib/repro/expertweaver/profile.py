@@ -101,3 +101,27 @@ def selectivity_null(active: torch.Tensor, seq_domain: np.ndarray, seq_len: int,
     null = np.array([np.nanmedian(selectivity_index(_freq_from_counts(counts, rng.permutation(seq_domain), seq_len)))
                      for _ in range(n_perm)])
     return real, null
+
+
+def universal_fraction_bootstrap(actives: list[torch.Tensor], seq_domain: np.ndarray, seq_len: int,
+                                 threshold: float = 0.9, n_boot: int = 2000, rng: np.random.Generator | int = 0
+                                 ) -> np.ndarray:
+    """Bootstrap draws [n_boot, n_layers] of each layer's universal fraction (claim C1's intervals, issue 41).
+
+    Each draw resamples the calibration sequences with replacement *within each domain* (a token's neighbours in its
+    sequence are not independent of it, so the sequence is the unit), the same draw for every layer, and recomputes
+    the per-domain frequencies and the fraction of neurons active on >= ``threshold`` of the tokens in every domain.
+    ``actives``: per layer the bool [n_seq · seq_len, d_ff] mask of :func:`profile_model`."""
+    rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
+    counts = [a.reshape(len(seq_domain), seq_len, -1).float().sum(1).numpy().astype(float) for a in actives]
+    n_dom = int(seq_domain.max()) + 1
+    is_uni = [np.ones((n_boot, c.shape[1]), dtype=bool) for c in counts]
+    for d in range(n_dom):
+        seqs = np.flatnonzero(seq_domain == d)
+        draw = rng.integers(0, len(seqs), size=(n_boot, len(seqs)))
+        mult = np.zeros((n_boot, len(seqs)))
+        np.add.at(mult, (np.arange(n_boot)[:, None], draw), 1.0)             # multiplicity of each sequence
+        for layer, c in enumerate(counts):
+            freq = mult @ c[seqs] / (len(seqs) * seq_len)                      # [n_boot, d_ff]
+            is_uni[layer] &= freq >= threshold
+    return np.stack([u.mean(1) for u in is_uni], axis=1)
