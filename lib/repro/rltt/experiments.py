@@ -62,6 +62,12 @@ class Experiment:
         both = [a + b for log in logs for a, b in zip(log["rollout_s"], log["update_s"])]
         return {"rollout": float(np.median(ro)), "update": float(np.median(up)), "step": float(np.median(both))}
 
+    def step_times(self, method: str) -> np.ndarray:
+        """Wall seconds of every RL step (rollout + update) of ``method``: [seeds, steps], in seed order; the rows of
+        two methods are paired (same seed, same step, alternating order)."""
+        logs = [log for (s, m), log in sorted(self.logs.items()) if m == method]
+        return np.array([[a + b for a, b in zip(log["rollout_s"], log["update_s"])] for log in logs], float)
+
     def lucky_table(self) -> pd.DataFrame:
         """Lucky guesses (rewarded with a wrong trace): in the held-out sampled evaluation per method (seed
         totals), and among the training rollouts of each RL method."""

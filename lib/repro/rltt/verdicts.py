@@ -22,18 +22,24 @@ Rules.
   (issue 46), so that sharpening alone, which re-tempering reproduces and which leaves greedy decoding unchanged,
   does not pass it.
   C1, C3, C4, C5 need K2; C3 also needs K1.
-* C1, C3 (the card's "in >= 4 of 5 seeds"): hold only when RLTT wins in >= ceil(0.8 n) seeds *and* the paired
-  comparison (:func:`repro.common.compare_paired`) says ``better``; with the controls passed, anything else
-  ``fails`` (the card: a miss is ``inconclusive`` only when GRPO itself did not move). C3 also keeps the card's
-  rule: if neither method's intermediate-loop change over SFT is outside seed noise, it is ``inconclusive``.
+* C1, C3 (the card's "in >= 4 of 5 seeds"; CONTRIBUTING's seed-count rule of issue 41): hold only when RLTT wins
+  in >= ceil(0.8 n) seeds *and* the paired comparison (:func:`repro.common.compare_paired`) says ``better``; fail
+  only when the count is missed *and* the comparison says ``worse`` (GRPO measurably higher); anything else -- a
+  count met inside seed noise, or a count missed while the paired CI contains 0 -- is ``inconclusive`` (a seed
+  count is itself a noisy statistic, and a miss decided on it alone flips with the next seeds). C3 also keeps the
+  card's rule: if neither method's intermediate-loop change over SFT is outside seed noise, it is
+  ``inconclusive``.
   The difference is also given in units of GRPO's own gain over SFT, with the smallest advantage the run
   could have detected (80 % power, two-sided 5 %), so that a null result says how large an effect it rules out.
 * C4 is a "no worse than" claim with the card's margin of 1 point: holds when the paired CI of RLTT − GRPO on
   task B lies above −1 point, fails when it lies wholly below, inconclusive when it straddles.
 * C5 ("RLTT-trained >= GRPO-trained in mean log-GSNR", no margin in the card): holds on ``better``, fails on
   ``worse``, inconclusive on ``no measurable difference``.
-* C2 compares median wall times within one process (methods alternate step by step); the smoke profile's few
-  steps are timing noise, so it is inconclusive there.
+* C2 compares median wall times within one process (methods alternate step by step). The ratio of medians is
+  decided by its 95 % bootstrap interval (:func:`step_ratio_ci`): seeds resampled, then steps within each drawn
+  seed, the same (seed, step) pairs for both methods; it holds when the interval lies at or below 1.10, fails when
+  it lies wholly above, and is inconclusive otherwise (issue 41). The smoke profile's few steps are timing noise,
+  so it is inconclusive there.
 * Fewer than 3 seeds: every comparative claim is inconclusive (a paired CI over 2 seeds decides nothing).
 """
 from __future__ import annotations
@@ -45,7 +51,7 @@ import numpy as np
 from scipy import stats
 
 from repro.common import compare_paired
-from repro.common.stats import mean_ci
+from repro.common.stats import mean_ci, threshold_from_ci
 
 THRESHOLDS = {
     "K1_min_rise": 0.03,        # last-loop minus first-loop accuracy after SFT, and strictly increasing
@@ -209,9 +215,11 @@ def k2(grpo_primary: Sequence[float], sft_by_tau: dict[str, float], rollout_tau:
 # ----------------------------------------------------------------------------- claims
 
 def _comparative(rltt: np.ndarray, grpo: np.ndarray, gain: float, min_win_frac: float, what: str,
-                 prefix: str = "") -> tuple[bool, dict, str]:
-    """The card's seed-count rule plus a paired comparison; numbers include the gain-unit interval and the
-    detectable effect. Returns (holds, numbers, sentence)."""
+                 prefix: str = "") -> tuple[str, dict, str, str]:
+    """The card's seed count and a paired comparison, combined by CONTRIBUTING's seed-count rule (issue 41):
+    ``holds`` when the count is met and the comparison says better, ``fails`` when the count is missed and it says
+    worse, else ``inconclusive``. Numbers include the gain-unit interval and the detectable effect.
+    Returns (word, numbers, sentence, why-inconclusive)."""
     n = rltt.size
     wins, need = int((rltt > grpo).sum()), _wins_needed(n, min_win_frac)
     cmp = compare_paired(rltt, grpo)
@@ -221,13 +229,24 @@ def _comparative(rltt: np.ndarray, grpo: np.ndarray, gain: float, min_win_frac: 
     nums = {f"{p}RLTT wins": f"{wins} of {n}", **cmp.numbers(prefix), f"{p}t-test p": cmp.p_value,
             f"{p}detectable diff (80 % power)": mde,
             f"{p}diff ci95 in GRPO-gain units": units}
-    holds = bool(wins >= need and cmp.better)
+    met = wins >= need
+    word = "holds" if (met and cmp.better) else "fails" if (not met and cmp.worse) else "inconclusive"
     unit_txt = (f" = [{units[0]:+.2f}, {units[1]:+.2f}] × GRPO's own gain of {_pts(gain)}" if units else
                 f" (GRPO's own gain {_pts(gain)} points is not positive)")
     sentence = (f"{what}: RLTT − GRPO = {_pts(cmp.mean_diff)} points, 95 % CI {_ci_pts(cmp.ci_lo, cmp.ci_hi)}"
                 f"{unit_txt} ({cmp.word}); RLTT higher in {wins} of {n} seeds (needs {need}); the smallest "
                 f"advantage this run would detect with 80 % power is {100 * mde:.2f} points")
-    return holds, nums, sentence
+    if met and not cmp.better:
+        why = (f"RLTT is higher in {wins} of {n} seeds but the paired 95 % CI {_ci_pts(cmp.ci_lo, cmp.ci_hi)} "
+               + ("contains 0: a win inside seed noise" if not cmp.worse else "shows GRPO higher: count and mean disagree"))
+    elif not met and not cmp.worse:
+        why = (f"RLTT is higher in only {wins} of {n} seeds (the card asks >= {need}) and the paired 95 % CI "
+               f"{_ci_pts(cmp.ci_lo, cmp.ci_hi)} does not show GRPO higher: a missed count inside seed noise")
+    elif not met and cmp.better:     # rare: the paired CI above 0 with too few wins (ties, or a few large wins)
+        why = f"the paired 95 % CI is above 0 but RLTT is higher in only {wins} of {n} seeds (< {need})"
+    else:
+        why = ""
+    return word, nums, sentence, why
 
 
 def c1(rltt_s: Sequence[float], grpo_s: Sequence[float], sft_s: float,
@@ -235,33 +254,70 @@ def c1(rltt_s: Sequence[float], grpo_s: Sequence[float], sft_s: float,
     """Per-seed hard accuracy of RLTT and GRPO, sampled (primary, ``_s``) and greedy (secondary, ``_g``)."""
     rs, gs, rg, gg = (np.asarray(x, float) for x in (rltt_s, grpo_s, rltt_g, grpo_g))
     gain_s, gain_g = float(gs.mean() - sft_s), float(gg.mean() - sft_g)
-    holds, nums, sent = _comparative(rs, gs, gain_s, T["C1_min_win_frac"], "sampled hard accuracy")
-    _, nums_g, sent_g = _comparative(rg, gg, gain_g, T["C1_min_win_frac"], "greedy (secondary)", "greedy")
+    word, nums, sent, why = _comparative(rs, gs, gain_s, T["C1_min_win_frac"], "sampled hard accuracy")
+    _, nums_g, sent_g, _ = _comparative(rg, gg, gain_g, T["C1_min_win_frac"], "greedy (secondary)", "greedy")
     numbers = {"RLTT sampled": float(rs.mean()), "GRPO sampled": float(gs.mean()), "SFT sampled": sft_s,
                "GRPO gain sampled (points)": 100 * gain_s, **nums,
                "RLTT greedy": float(rg.mean()), "GRPO greedy": float(gg.mean()), "SFT greedy": sft_g,
                **{k: v for k, v in nums_g.items() if "comparison" in k or "mean diff" in k or "ci95" in k}}
     reason = sent + "; " + sent_g.split("; the smallest")[0]
-    return dict(holds=holds, threshold="RLTT > GRPO in >= 4 of 5 seeds and paired 95 % CI > 0 (sampled hard acc.)",
-                numbers=numbers, reason=reason, inconclusive=_few_seeds(rs.size), needs=("K2",))
+    inconclusive = _few_seeds(rs.size) or (f"{why}. {reason}" if word == "inconclusive" else None)
+    return dict(holds=None if word == "inconclusive" else word == "holds",
+                threshold="holds: RLTT > GRPO in >= 4 of 5 seeds and paired 95 % CI > 0 (sampled hard acc.); fails: "
+                          "count missed and paired CI < 0; else inconclusive",
+                numbers=numbers, reason=reason, inconclusive=inconclusive, needs=("K2",))
 
 
-def c2(step_rltt_s: float, step_grpo_s: float, parts: dict[str, str] | None = None, smoke: bool = False) -> dict:
-    """Median wall seconds per RL step (rollout + update) of RLTT and GRPO, from the same process."""
-    ratio = step_rltt_s / step_grpo_s
+def step_ratio_ci(steps_rltt: np.ndarray, steps_grpo: np.ndarray, n_boot: int = 2000, rng_seed: int = 0
+                  ) -> tuple[float, float, float]:
+    """C2's statistic, median(RLTT step times) / median(GRPO step times) pooled over seeds and steps, and its 95 %
+    percentile interval from a paired two-level bootstrap: seeds resampled, then steps within each drawn seed,
+    the same (seed, step) pairs for both methods (they alternate step by step on the same prompts and rollout
+    seeds). Inputs are [seeds, steps] wall seconds. Returns (ratio, lo, hi); an unbounded interval for < 2 steps."""
+    R, G = np.atleast_2d(np.asarray(steps_rltt, float)), np.atleast_2d(np.asarray(steps_grpo, float))
+    if R.shape != G.shape:
+        raise ValueError(f"per-step times must be paired: got {R.shape} and {G.shape}")
+    ratio = float(np.median(R) / np.median(G))
+    u, m = R.shape
+    if u * m < 2 or m < 2:
+        return ratio, -math.inf, math.inf
+    rng = np.random.default_rng(rng_seed)
+    rows = rng.integers(0, u, size=(n_boot, u, 1))
+    cols = rng.integers(0, m, size=(n_boot, u, m))
+    boots = np.median(R[rows, cols].reshape(n_boot, -1), axis=1) / np.median(G[rows, cols].reshape(n_boot, -1), axis=1)
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return ratio, float(lo), float(hi)
+
+
+def c2(step_rltt_s: float, step_grpo_s: float, parts: dict[str, str] | None = None, smoke: bool = False,
+       steps_rltt: np.ndarray | None = None, steps_grpo: np.ndarray | None = None) -> dict:
+    """Median wall seconds per RL step (rollout + update) of RLTT and GRPO, from the same process, and the per-step
+    times behind them ([seeds, steps], :meth:`repro.rltt.experiments.Experiment.step_times`), from which the ratio's
+    bootstrap interval decides the claim (issue 41)."""
+    thr = f"median step time RLTT <= {T['C2_max_ratio']:.2f} × GRPO (95 % bootstrap CI over seeds and steps)"
     nums = {"RLTT step": f"{1e3 * step_rltt_s:.1f} ms", "GRPO step": f"{1e3 * step_grpo_s:.1f} ms",
             **(parts or {})}
     if smoke:
-        return dict(holds=None, threshold=f"median step time RLTT <= {T['C2_max_ratio']:.2f} × GRPO", numbers=nums,
+        return dict(holds=None, threshold=thr, numbers=nums,
                     inconclusive="smoke profile: a few steps of a tiny model are timing noise (and timings are kept "
                                  "out of the determinism check); the full profile decides")
-    nums = {"RLTT/GRPO": f"{ratio:.3f} ×", **nums}
-    verb = "is within" if ratio <= T["C2_max_ratio"] else "exceeds"
-    return dict(holds=ratio <= T["C2_max_ratio"], threshold=f"median step time RLTT <= {T['C2_max_ratio']:.2f} × GRPO",
-                numbers=nums,
-                reason=f"RLTT's median step takes {ratio:.3f} × GRPO's, which {verb} the card's "
-                       f"{T['C2_max_ratio']:.2f} ×: the extra readouts of loops 1..T−1 and the gradient through the "
-                       "exit gate are the difference")
+    if steps_rltt is None or steps_grpo is None:
+        ratio = step_rltt_s / step_grpo_s
+        return dict(holds=None, threshold=thr, numbers={"RLTT/GRPO": f"{ratio:.3f} ×", **nums},
+                    inconclusive=f"RLTT's median step takes {ratio:.3f} × GRPO's, but the per-step times were not "
+                                 "given, so the ratio has no interval and decides nothing")
+    ratio, lo, hi = step_ratio_ci(steps_rltt, steps_grpo)
+    tt = threshold_from_ci(ratio, lo, hi, T["C2_max_ratio"], "<=", int(np.size(steps_rltt)))
+    nums = {"RLTT/GRPO": f"{ratio:.3f} ×", "RLTT/GRPO ci95": [lo, hi], "steps timed per method": int(np.size(steps_rltt)),
+            **nums}
+    base = (f"RLTT's median step takes {ratio:.3f} × GRPO's (95 % CI [{lo:.3f}, {hi:.3f}] over seeds and steps)")
+    why = (": the extra readouts of loops 1..T−1 and the gradient through the exit gate are the difference")
+    reason = {"holds": f"{base}, at or below the card's {T['C2_max_ratio']:.2f} ×{why}",
+              "fails": f"{base}, wholly above the card's {T['C2_max_ratio']:.2f} ×{why}",
+              "inconclusive": f"{base}, which contains the card's {T['C2_max_ratio']:.2f} ×: within noise of the bar"
+              }[tt.word]
+    return dict(holds=tt.holds if tt.decided else None, threshold=thr, numbers=nums, reason=reason,
+                inconclusive=None if tt.decided else reason)
 
 
 def c3(rltt_loops: np.ndarray, grpo_loops: np.ndarray, sft_loops: Sequence[float],
@@ -275,10 +331,10 @@ def c3(rltt_loops: np.ndarray, grpo_loops: np.ndarray, sft_loops: Sequence[float
     gr, gg = (R - S).mean(1), (G - S).mean(1)                    # mean gain over t < T, per seed
     gr_g = (np.atleast_2d(rltt_loops_g) - np.asarray(sft_loops_g)).mean(1)
     gg_g = (np.atleast_2d(grpo_loops_g) - np.asarray(sft_loops_g)).mean(1)
-    holds, nums, sent = _comparative(gr, gg, float(gg.mean()), T["C3_min_win_frac"],
-                                     "mean sampled gain over loops t < T")
-    _, nums_g, sent_g = _comparative(gr_g, gg_g, float(gg_g.mean()), T["C3_min_win_frac"], "greedy (secondary)",
-                                     "greedy")
+    word, nums, sent, why = _comparative(gr, gg, float(gg.mean()), T["C3_min_win_frac"],
+                                         "mean sampled gain over loops t < T")
+    _, nums_g, sent_g, _ = _comparative(gr_g, gg_g, float(gg_g.mean()), T["C3_min_win_frac"], "greedy (secondary)",
+                                        "greedy")
     moved = {}
     for name, g in (("RLTT", gr), ("GRPO", gg)):
         m, h = mean_ci(g) if n > 1 else (float(g.mean()), float("inf"))
@@ -286,14 +342,17 @@ def c3(rltt_loops: np.ndarray, grpo_loops: np.ndarray, sft_loops: Sequence[float
     numbers = {"RLTT gain t<T (points)": 100 * moved["RLTT"][0], "RLTT gain ci95": list(moved["RLTT"][1:]),
                "GRPO gain t<T (points)": 100 * moved["GRPO"][0], "GRPO gain ci95": list(moved["GRPO"][1:]),
                **nums, **{k: v for k, v in nums_g.items() if "comparison" in k or "mean diff" in k or "ci95" in k}}
+    reason = sent + "; " + sent_g.split("; the smallest")[0]
     inconclusive = _few_seeds(n)
-    if not inconclusive and not holds and all(lo <= 0 <= hi for _, lo, hi in moved.values()):
+    if not inconclusive and word != "holds" and all(lo <= 0 <= hi for _, lo, hi in moved.values()):
         inconclusive = (f"neither method moved the intermediate loops beyond seed noise (RLTT "
                         f"{_pts(moved['RLTT'][0])}, GRPO {_pts(moved['GRPO'][0])} points, both 95 % CIs contain 0), "
                         "the card's rule for an undecidable C3")
-    reason = sent + "; " + sent_g.split("; the smallest")[0]
-    return dict(holds=holds, threshold="RLTT − GRPO gain over t < T > 0 in >= 4 of 5 seeds and paired 95 % CI > 0 "
-                                       "(sampled)",
+    elif not inconclusive and word == "inconclusive":
+        inconclusive = f"{why}. {reason}"
+    return dict(holds=None if word == "inconclusive" else word == "holds",
+                threshold="holds: RLTT − GRPO gain over t < T > 0 in >= 4 of 5 seeds and paired 95 % CI > 0 "
+                          "(sampled); fails: count missed and paired CI < 0; else inconclusive",
                 numbers=numbers, reason=reason, inconclusive=inconclusive, needs=("K1", "K2"))
 
 
