@@ -425,7 +425,45 @@ def test_c6_and_c7_hold_only_on_a_measurable_difference():
     assert V.c6(ev, "test256")["holds"] and V.c7(ev, "test256")["holds"]
     noisy = _ev({"DKMP": [1.0, 1.6, 1.05], "DKMP-nodilation": [1.1, 1.2, 1.1], "DKMP-nostar": [1.2, 1.0, 1.1]})
     o6, o7 = V.c6(noisy, "test256"), V.c7(noisy, "test256")
-    assert not o6["holds"] and not o7["holds"] and "no measurable difference" in o7["reason"]
+    assert o6["holds"] is None and o7["holds"] is None and "no measurable difference" in o7["reason"]
+    assert "within noise" in o6["inconclusive"] and o7["inconclusive"]
+
+
+def test_c6_and_c7_fail_only_when_measurably_worse():
+    worse = _ev({"DKMP": [1.5, 1.6, 1.55], "DKMP-nodilation": [1.0, 1.1, 1.05], "DKMP-nostar": [1.0, 1.12, 1.0]})
+    o6, o7 = V.c6(worse, "test256"), V.c7(worse, "test256")
+    assert o6["holds"] is False and o6["inconclusive"] is None and o7["holds"] is False and o7["inconclusive"] is None
+    # the count (>= 2/3 of the seeds lower) is missed, but the paired interval contains 0: inconclusive, not fails
+    missed = _ev({"DKMP": [1.0, 1.2, 1.21], "DKMP-nodilation": [1.5, 1.19, 1.2]})
+    o = V.c6(missed, "test256")
+    assert o["numbers"]["seeds DKMP lower"] == "1/3" and o["holds"] is None and "count is missed" in o["inconclusive"]
+
+
+def test_c1_count_inside_seed_noise_is_inconclusive():
+    # 2/3 seeds below 0.8x, the third just above, paired CI against 0.8x straddles 0: not a fail
+    out = V.c1(_ev({"DKMP": [1.0, 1.0, 1.7], "SchNet-local": [2.0, 2.0, 2.0]}), "test256")
+    assert out["holds"] is None and "count is missed" in out["inconclusive"] and "2/3" in out["reason"]
+    # 3/3 seeds below 0.8x but one barely, and the paired CI contains 0: the met count alone decides nothing
+    out = V.c1(_ev({"DKMP": [0.5, 1.59, 1.59], "SchNet-local": [2.0, 2.0, 2.0]}), "test256")
+    assert out["holds"] is None and "count is met" in out["inconclusive"]
+
+
+def test_c2_ratio_within_noise_of_the_bar_is_inconclusive():
+    ev = _ev({"DKMP": [1.0, 1.6, 1.3], "SchNet-wide": [1.0, 1.0, 1.0]}, extra={"holdout": 1})
+    out = V.c2(ev, "test256")
+    lo, hi = out["numbers"]["ratio ci95"]
+    assert lo < 1.3 < hi and out["holds"] is None and "within noise of the bar" in out["inconclusive"]
+
+
+def test_c4_within_noise_is_inconclusive():
+    # DKMP's force ratio 1.0, 2.0, 1.5 over seeds (mean 1.5): its interval straddles the bar 1.5
+    ev = _ev({"DKMP": [1.0, 1.0, 1.0], "SchNet-local": [1.0, 1.0, 1.0]}, extra={"test1024": 1.0})
+    big = (ev.set == "test1024")
+    ev.loc[big & (ev.model == "DKMP"), ["force_mae", "energy_mae"]] *= np.array([[1.0], [2.0], [1.5]])
+    ev.loc[big & (ev.model == "SchNet-local"), ["force_mae", "energy_mae"]] *= 3.0
+    out = V.c4(ev, "test256", "test1024")
+    lo, hi = out["numbers"]["force_mae DKMP ratio ci95"]
+    assert lo < 1.5 < hi and out["holds"] is None and "within noise" in out["inconclusive"]
 
 
 def test_c4_holds_and_fails():
@@ -444,9 +482,12 @@ def _tim(slope=1.0, epa=(60, 62, 64, 66), wide_factor=10.0):
         t = 1e-3 * (n / 500) ** slope
         for m in ("DKMP", "DKMP (sorted)"):
             rows.append({"model": m, "n_atoms": n, "edges_per_atom": e, "edges": e * n, "t_total": t,
-                         "t_min": t, "t_max": t, "t_graph": 0.1 * t, "peak_mem": 1e6 * n / 500, "skipped": False,
+                         "t_min": 0.98 * t, "t_max": 1.02 * t, "t_runs": [0.98 * t, t, 1.02 * t],
+                         "t_graph": 0.1 * t, "peak_mem": 1e6 * n / 500, "skipped": False,
                          "us_per_edge": t / (e * n) * 1e6})
-    rows.append({"model": "SchNet-wide", "n_atoms": 500, "t_total": wide_factor * 1e-3, "peak_mem": wide_factor * 1e6,
+    tw = wide_factor * 1e-3
+    rows.append({"model": "SchNet-wide", "n_atoms": 500, "t_total": tw, "peak_mem": wide_factor * 1e6,
+                 "t_runs": [0.98 * tw, tw, 1.02 * tw],
                  "skipped": False, "edges_per_atom": 400, "edges": 400 * 500, "t_graph": 0, "t_min": 0, "t_max": 0,
                  "us_per_edge": 0})
     return pd.DataFrame(rows), sizes
@@ -467,12 +508,51 @@ def test_c3_parts_hold_and_fail():
     assert V.c3b(tim, (700, 1000))["holds"] is None
 
 
+def test_c3b_and_c3c_within_timing_noise_are_inconclusive():
+    tim, _ = _tim(slope=1.2, wide_factor=5.0)
+    tim.loc[tim.n_atoms == 500, "n_atoms"] = 700
+    sizes = [700, 1000, 2000, 4000]
+    # repeats spread +-30 % around the medians: slope 1.2 (the band's edge) and speed-up 5 (the bar) both in noise
+    tim["t_runs"] = [[0.7 * t, t, 1.3 * t] for t in tim.t_total]
+    b, c = V.c3b(tim, sizes), V.c3c(tim, 700)
+    assert b["numbers"]["slope ci95"][0] < 1.2 < b["numbers"]["slope ci95"][1]
+    assert b["holds"] is None and "within noise" in b["inconclusive"]
+    assert c["numbers"]["speed-up ci95"][0] < 5 < c["numbers"]["speed-up ci95"][1]
+    assert c["holds"] is None and "within noise" in c["inconclusive"]
+    # a small spread away from the band's edges and from the bar decides
+    tim2, _ = _tim(slope=1.0, wide_factor=20.0)
+    tim2.loc[tim2.n_atoms == 500, "n_atoms"] = 700
+    tim2["t_runs"] = [[0.97 * t, t, 1.03 * t] for t in tim2.t_total]
+    assert V.c3b(tim2, sizes)["holds"] and V.c3c(tim2, 700)["holds"]
+    # no per-repeat times: no interval, so nothing is decided
+    assert V.c3b(tim2.drop(columns="t_runs"), sizes)["holds"] is None
+
+
+def _md_frames(shift: float, noise: float, frames: int = 200, bins: int = 16, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    Gr = 1.0 + rng.normal(0, noise, (frames, bins))
+    Gm = 1.0 + shift + rng.normal(0, noise, (frames, bins))
+    l1 = float(np.abs(Gm.mean(0) - Gr.mean(0)).sum() / Gr.mean(0).sum())
+    return {"g_frames_model": Gm, "g_frames_ref": Gr, "rdf_l1": l1}
+
+
 def test_c5_holds_and_fails():
     md = {"blew_up": False, "excursion": 1.2, "energy_dev": 0.05, "rdf_l1": 0.1, "steps_done": 2000,
-          "max_jump": 0.01, "n_refresh": 100, "energy_dev_ref": 0.001}
+          "max_jump": 0.01, "n_refresh": 100, "energy_dev_ref": 0.001} | _md_frames(0.1, 0.05)
     assert V.c5(md)["holds"]
+    assert V.c5(md | _md_frames(0.3, 0.05))["holds"] is False
     out = V.c5(md | {"energy_dev": 0.5})
     assert not out["holds"] and out["reason"].endswith("failed: energy")
+
+
+def test_c5_g_of_r_within_frame_noise_is_inconclusive():
+    md = {"blew_up": False, "excursion": 1.2, "energy_dev": 0.05, "steps_done": 2000, "max_jump": 0.01,
+          "n_refresh": 100, "energy_dev_ref": 0.001} | _md_frames(0.13, 0.3)
+    out = V.c5(md)
+    lo, hi = out["numbers"]["g(r) L1 ci95"]
+    assert lo < 0.15 < hi and out["holds"] is None and "within noise" in out["inconclusive"]
+    # without per-frame g(r) there is no interval
+    assert V.c5({k: v for k, v in md.items() if not k.startswith("g_frames")} | {"rdf_l1": 0.05})["holds"] is None
 
 
 # ----------------------------------------------------------------------------- negative twins (issue 41)

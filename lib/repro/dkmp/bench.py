@@ -52,9 +52,10 @@ def memory_estimate(n_edges_all_layers: int) -> float:
 def time_model(model, pos: np.ndarray, species: np.ndarray, repeats: int = 3, warmup: bool = True,
                sort: bool = False) -> dict[str, float]:
     """Seconds for graph construction and for graph + forward + forces at one size: one warm-up run at this
-    size (unless ``warmup=False``), then ``repeats`` timed runs; returns the median, min and max of the total
-    and the median of the graph part. ``sort=True`` first reorders the atoms by cell
-    (:func:`~repro.dkmp.neighbors.spatial_order`), inside the timed graph part."""
+    size (unless ``warmup=False``), then ``repeats`` timed runs; returns the median, min and max of the total,
+    every timed run's total (``t_runs``, for the claims' intervals over repeats) and the median of the graph
+    part. ``sort=True`` first reorders the atoms by cell (:func:`~repro.dkmp.neighbors.spatial_order`), inside
+    the timed graph part."""
     import torch
 
     from .neighbors import spatial_order
@@ -79,7 +80,8 @@ def time_model(model, pos: np.ndarray, species: np.ndarray, repeats: int = 3, wa
             tg.append(t1 - t0)
             tt.append(t2 - t0)
     return {"t_graph": float(np.median(tg)), "t_total": float(np.median(tt)), "t_min": float(np.min(tt)),
-            "t_max": float(np.max(tt)), "repeats": len(tt), "edges": float(g.n_edges())}
+            "t_max": float(np.max(tt)), "repeats": len(tt), "t_runs": [float(t) for t in tt],
+            "edges": float(g.n_edges())}
 
 
 def _maxrss_bytes() -> float:

@@ -30,7 +30,7 @@ import torch
 
 from repro.common.paths import cache_dir
 
-from .analysis import density, energy_deviation, max_excursion, radius_of_gyration, rdf, rdf_l1
+from .analysis import density, energy_deviation, max_excursion, radius_of_gyration, rdf_frames, rdf_l1
 from .bench import make_spec, timing_sweeps
 from .models import DKMP, EnergyModel, SchNet, n_params
 from .neighbors import poisson_disk_centres, star_membership
@@ -393,7 +393,8 @@ class LearnedPotential:
 
 def md_study(cfg, model: EnergyModel, data: dict[str, Any], kY: float) -> dict[str, Any]:
     """NVE with the learned model and with the reference potential from the same held-out configuration and
-    Maxwell–Boltzmann velocities (T = 0.35): traces, g(r) of both, and the card's C5 numbers."""
+    Maxwell–Boltzmann velocities (T = 0.35): traces, g(r) of both (and frame by frame, for the block bootstrap of
+    C5's g(r) distance), and the card's C5 numbers."""
     d = data[f"test{cfg.n_atoms_test[0]}"]
     pos0, sp = d["pos"][0], d["species"][0]
     n = len(pos0)
@@ -404,13 +405,15 @@ def md_study(cfg, model: EnergyModel, data: dict[str, Any], kY: float) -> dict[s
     run: MDResult = velocity_verlet(learned, pos0, vel0, cfg.md_steps, DT, refresh_every=cfg.refresh_every)
     lo, hi = THRESHOLDS["C5_rdf_range"]
     rho = density(pos0)
-    r, g_ref = rdf(ref.frames, lo, hi, THRESHOLDS["C5_rdf_bin"], rho)
-    _, g_mod = rdf(run.frames, lo, hi, THRESHOLDS["C5_rdf_bin"], rho)
+    r, G_ref = rdf_frames(ref.frames, lo, hi, THRESHOLDS["C5_rdf_bin"], rho)
+    _, G_mod = rdf_frames(run.frames, lo, hi, THRESHOLDS["C5_rdf_bin"], rho)
+    g_ref, g_mod = G_ref.mean(axis=0), G_mod.mean(axis=0)
     rg0 = radius_of_gyration(pos0)
     signed = np.asarray(run.refresh_jumps) / (n * T_SAMPLE) if run.refresh_jumps else np.zeros(1)
     jumps = np.abs(signed)
     return {
         "ref": ref, "model": run, "r": r, "g_ref": g_ref, "g_model": g_mod, "n_atoms": n,
+        "g_frames_ref": G_ref, "g_frames_model": G_mod,
         "steps_done": len(run.potential) - 1, "blew_up": run.blew_up,
         "excursion": max_excursion(run.frames, rg0), "excursion_ref": max_excursion(ref.frames, rg0),
         "energy_dev": energy_deviation(run.total, n, T_SAMPLE), "energy_dev_ref": energy_deviation(ref.total, n, T_SAMPLE),
