@@ -468,27 +468,49 @@ def test_each_claim_holds_on_a_good_run_and_needs_its_controls():
 def test_c1_fails_when_entropy_rises_under_attack():
     v = dc.claim_c1(_table({**GOOD, ("orig", "H_adv"): 0.5}))
     assert v["holds"] is False and "0 of 4" in v["reason"]
-    v = dc.claim_c1(_table({**GOOD, ("tecoa", "ece_adv"): 0.03}))  # ECE ratio 1.5 < 2
+    assert v["numbers"]["orig: tasks with entropy or accuracy measurably not falling"] == 4
+    v = dc.claim_c1(_table({**GOOD, ("tecoa", "ece_adv"): 0.03}))  # ECE ratio 1.5 < 2 in every seed
     assert v["holds"] is False
 
 
-def test_c2_fails_on_a_small_or_unmeasurable_gain_and_without_baselines():
+def test_c1_is_inconclusive_within_seed_noise():
+    # issue 41: entropy falls in 2 seeds and rises in 1 on every task; the seed means and 2 of 3 seeds meet the
+    # condition (the old rule: holds), but the paired CI of H_clean − H_adv straddles 0 on every task
+    v = dc.claim_c1(_table({**GOOD, ("orig", "H_adv"): [0.1, 0.5, 0.1]}))
+    assert v["numbers"]["orig: tasks with H_adv < H_clean and acc drop"] == 4 and v["numbers"]["mean condition"]
+    assert v["holds"] is None and "other 4 are within noise of the bar" in v["inconclusive"]
+    lo, hi = v["numbers"]["orig: per-task H_clean − H_adv ci95"][0]
+    assert lo < 0 < hi
+    # TeCoA's ECE ratio scatters around 2 (1.5, 3.5, 1.5 by seed; the old rule: fails on the count, 1 of 3)
+    v = dc.claim_c1(_table({**GOOD, ("tecoa", "ece_adv"): [0.03, 0.07, 0.03]}))
+    assert v["holds"] is None and "within noise of the bar" in v["inconclusive"]
+    lo, hi = v["numbers"]["tecoa: ECE_adv − 2 ECE_clean ci95"]
+    assert lo < 0 < hi
+
+
+def test_c2_fails_on_a_small_gain_or_a_better_baseline_and_without_baselines():
     assert dc.claim_c2(_table({**GOOD, ("ucat", "ece_adv"): 0.25}))["holds"] is False  # 17% < 25%
-    noisy = dc.claim_c2(_table({**GOOD, ("ucat", "ece_adv"): [0.02, 0.40, 0.02]}))  # mean 0.147, 2 of 3 seeds
-    assert noisy["holds"] is False and "no measurable difference" in noisy["reason"]
-    v = dc.claim_c2(_table({**GOOD, ("pmg_aft", "ece_adv"): 0.1}))  # PMG-AFT calibrates as well as UCAT
-    assert v["holds"] is False
+    v = dc.claim_c2(_table({**GOOD, ("pmg_aft", "ece_adv"): 0.05}))  # PMG-AFT measurably better calibrated
+    assert v["holds"] is False and "vs pmg_aft: worse" in v["reason"]
     missing = _table(GOOD)
     v = dc.claim_c2(missing[missing.method != "fare"])
-    assert v["inconclusive"] and "fare" in v["inconclusive"]
+    assert v["holds"] is None and "fare" in v["inconclusive"]
+    small = _table({**GOOD, ("ucat", "ece_adv"): 0.25})
+    assert dc.claim_c2(small[small.method != "fare"])["holds"] is False  # fails on the TeCoA part alone
+
+
+def test_c2_is_inconclusive_when_the_paired_intervals_contain_0():
+    noisy = dc.claim_c2(_table({**GOOD, ("ucat", "ece_adv"): [0.02, 0.40, 0.02]}))  # mean 0.147, 2 of 3 seeds
+    assert noisy["holds"] is None and "no measurable difference" in noisy["reason"]
+    assert "within noise of the bar" in noisy["inconclusive"]
+    as_well = dc.claim_c2(_table({**GOOD, ("pmg_aft", "ece_adv"): 0.1}))  # PMG-AFT calibrates about as well
+    assert as_well["holds"] is None and "pmg_aft" in as_well["inconclusive"]
 
 
 def test_c3_and_c4_fail_beyond_their_margins():
     v = dc.claim_c3(_table({**GOOD, ("ucat", "rob_acc"): [0.25, 0.27, 0.26]}))  # 5 points below TeCoA
     assert v["holds"] is False
-    v = dc.claim_c3(_table({**GOOD, ("ucat", "rob_acc"): [0.30, 0.20, 0.33]}))  # mean ok, CI too wide
-    assert v["holds"] is False
-    assert dc.claim_c4(_table({**GOOD, ("ucat", "clean_acc"): 0.925}))["holds"] is False  # 1.8 points below TeCoA
+    assert dc.claim_c4(_table({**GOOD, ("ucat", "clean_acc"): 0.92}))["holds"] is False  # 2.3 points below TeCoA
     tie = dc.claim_c4(_table({**GOOD, ("ucat", "clean_acc"): [0.9395, 0.9445, 0.9405]}))  # 0.03 points below
     assert tie["holds"] is True and tie["numbers"]["mean UCAT ≥ TeCoA (card's wording, no margin)"] is False
     far = {**GOOD, ("tecoa", "clean_acc"): 0.80, ("ucat", "clean_acc"): [0.85, 0.851, 0.852]}
@@ -497,28 +519,73 @@ def test_c3_and_c4_fail_beyond_their_margins():
     assert one["inconclusive"] and "3 seeds" in one["inconclusive"]
 
 
-def test_c6_fails_when_the_ablation_calibrates_as_well():
-    v = dc.claim_c6(_table({**GOOD, ("softmax_kl", "ece_adv"): [0.10, 0.11, 0.125]}))
+def test_c3_and_c4_are_inconclusive_when_the_interval_contains_the_margin():
+    v = dc.claim_c3(_table({**GOOD, ("ucat", "rob_acc"): [0.30, 0.20, 0.33]}))  # mean −3.3 points, CI very wide
+    lo, hi = v["numbers"]["UCAT − TeCoA diff ci95"]
+    assert lo < -0.03 < hi and v["holds"] is None and "within noise of the bar" in v["inconclusive"]
+    # 1.7 points below TeCoA, 95% CI about [−2.4, −0.95] points: contains the 1-point margin
+    v = dc.claim_c4(_table({**GOOD, ("ucat", "clean_acc"): 0.925}))
+    lo, hi = v["numbers"]["UCAT − TeCoA diff ci95"]
+    assert lo < -0.01 < hi and v["holds"] is None and "vs TeCoA" in v["inconclusive"]
+
+
+def test_c6_fails_when_the_ablation_calibrates_better_and_is_inconclusive_when_as_well():
+    v = dc.claim_c6(_table({**GOOD, ("softmax_kl", "ece_adv"): [0.05, 0.06, 0.07]}))
     assert v["holds"] is False
+    v = dc.claim_c6(_table({**GOOD, ("softmax_kl", "ece_adv"): [0.10, 0.11, 0.125]}))  # 2 of 3 seeds, CI contains 0
+    assert v["holds"] is None and "contains 0" in v["inconclusive"]
     no = _table(GOOD)
     assert dc.claim_c6(no[no.method != "softmax_kl"])["inconclusive"]
 
 
+C5_EPS = (0.0, 0.075, 0.15, 0.3)
+
+
+def _sweep(ucat_curves, tecoa_curves):
+    """A hand-made ε-sweep: one curve for every seed, or a list of 3 per-seed curves, the same on every task."""
+    def of(c, s):
+        return c[s] if isinstance(c[0], (list, tuple)) else c
+    rows = [dict(method=m, seed=s, eps=e, task=t, H_adv=of(c, s)[i])
+            for m, c in (("ucat", ucat_curves), ("tecoa", tecoa_curves)) for s in range(3)
+            for i, e in enumerate(C5_EPS) for t in dc.TASKS]
+    return pd.DataFrame(rows)
+
+
 def test_c5_holds_and_fails_on_hand_made_sweeps():
-    eps = (0.0, 0.075, 0.15, 0.3)
-
-    def sweep(ucat_curve, tecoa_curve):
-        rows = [dict(method=m, seed=s, eps=e, task=t, H_adv=c[i])
-                for m, c in (("ucat", ucat_curve), ("tecoa", tecoa_curve)) for s in range(3)
-                for i, e in enumerate(eps) for t in dc.TASKS]
-        return pd.DataFrame(rows)
-
-    v = dc.claim_c5(sweep([0.1, 0.2, 0.3, 0.4], [0.3, 0.5, 0.2, 0.1]), eps)
+    up, down, bump = [0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1], [0.3, 0.5, 0.2, 0.1]
+    v = dc.claim_c5(_sweep(up, bump), C5_EPS)
     assert v["holds"] is True and v["numbers"]["rho UCAT (seed-mean curves)"] == pytest.approx(1.0)
-    assert dc.claim_c5(sweep([0.4, 0.3, 0.2, 0.1], [0.3, 0.5, 0.2, 0.1]), eps)["holds"] is False
-    assert dc.claim_c5(sweep([0.1, 0.2, 0.3, 0.4], [0.1, 0.2, 0.3, 0.4]), eps)["holds"] is False  # TeCoA rises too
-    sw = sweep([0.1, 0.2, 0.3, 0.4], [0.3, 0.5, 0.2, 0.1])
-    assert dc.claim_c5(sw[sw.method == "ucat"], eps)["inconclusive"]
+    assert v["numbers"]["rho UCAT ci95"] == pytest.approx([1.0, 1.0])
+    assert dc.claim_c5(_sweep(down, bump), C5_EPS)["holds"] is False
+    assert dc.claim_c5(_sweep(up, up), C5_EPS)["holds"] is False  # TeCoA rises too
+    sw = _sweep(up, bump)
+    assert dc.claim_c5(sw[sw.method == "ucat"], C5_EPS)["inconclusive"]
+
+
+def test_c5_is_inconclusive_when_the_bootstrap_interval_contains_the_bar():
+    # UCAT's entropy rises in 2 seeds and falls in the third: the seed-mean curve rises (ρ = 1) and 2 of 3 seeds meet
+    # the condition (the old rule: holds), but a resample with the third seed twice has a falling curve
+    up, down, bump = [0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1], [0.3, 0.5, 0.2, 0.1]
+    v = dc.claim_c5(_sweep([up, up, down], bump), C5_EPS)
+    lo, hi = v["numbers"]["rho UCAT ci95"]
+    assert v["numbers"]["rho UCAT (seed-mean curves)"] == pytest.approx(1.0) and lo < 0.8 <= hi
+    assert v["holds"] is None and "within noise of the bar" in v["inconclusive"]
+    # TeCoA's half: rising in 2 seeds of 3, so its ρ interval reaches 0.8 — not clearly below it
+    v = dc.claim_c5(_sweep(up, [up, bump, up]), C5_EPS)
+    assert v["holds"] is None and "TeCoA" in v["inconclusive"]
+
+
+def test_vectorised_spearman_matches_scipy():
+    from scipy import stats
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, size=(50, 4)).astype(float)  # ties included
+    x = np.array(C5_EPS)
+    ref = [0.0 if len(set(r)) == 1 else stats.spearmanr(x, r).statistic for r in y]
+    assert np.allclose(dc.verdicts.spearman_rows(y, x), ref)
+    sw = _sweep([[0.1, 0.3, 0.2, 0.4], [0.2, 0.1, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1]], [0.3, 0.5, 0.2, 0.1])
+    curves, eps = dc.verdicts.sweep_curves(sw, "ucat")
+    assert curves.shape == (3, 4, 4)
+    assert dc.verdicts.spearman_rows(curves.mean(0), eps).mean() == pytest.approx(dc.spearman_over_tasks(sw, "ucat"))
 
 
 def test_a_failed_control_makes_the_claims_that_need_it_inconclusive():

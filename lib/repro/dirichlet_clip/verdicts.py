@@ -5,13 +5,19 @@ decide them from the measured tables (:func:`~repro.dirichlet_clip.experiments.r
 Each function returns the keyword arguments of ``ledger.control`` or ``ledger.record`` (holds, threshold,
 numbers, reason, and for claims ``inconclusive`` and ``needs``); the notebook only passes them on.
 
-Two rules apply together to every claim:
+Every claim is decided by intervals over the seeds (issue 41): a seed re-draws the fine-tuning batches, the
+training attack's starts and the evaluation attack's starts, while the data, the test split and the pre-trained
+model are the same for every seed, so the seed is the unit whose variation an interval must cover.
 
-* **the card's seed rule** — the condition holds on the seed means *and* in at least ⌈2n/3⌉ of the n seeds
-  ("2 of 3"); with fewer than 3 seeds it cannot be applied and the claim is inconclusive;
-* **noise-aware comparisons** — a comparison between methods uses the paired per-seed difference
-  (:func:`repro.common.compare_paired`; the methods share their random streams, so the pairing is real): "lower
-  than" holds only on ``better``, a "no worse than" only when the 95% CI's lower end clears the stated margin.
+* **thresholds and comparisons** — a claim's condition "statistic ≥ bar" holds only when the 95% interval clears
+  the bar, fails only when it lies wholly on the other side, and is otherwise inconclusive (within noise of the
+  bar). Paired differences between methods use :func:`repro.common.compare_paired` (the methods share their
+  random streams, so the pairing is real): "lower than" holds on ``better`` and fails on ``worse``; a "no worse
+  than by m" is :func:`repro.common.stats.threshold_from_ci` of the paired interval against −m. A claim with
+  several parts holds when every part holds and fails when any part fails.
+* **the card's seed rule** — the condition on the seed means and in at least ⌈2n/3⌉ of the n seeds ("2 of 3") —
+  is a further condition for ``holds``, never a reason for ``fails`` (a count missed inside seed noise decides
+  nothing); with fewer than 3 seeds it cannot be applied and the claim is inconclusive.
 
 Controls: **K1** the attack degrades the undefended model as it does real CLIP at 1/255 (the paper's setting);
 **K2** adversarial fine-tuning moves the model. C3 and C4 ("no worse than TeCoA") mean nothing when no model
@@ -27,6 +33,7 @@ import pandas as pd
 from scipy import stats as st
 
 from repro.common import compare_paired
+from repro.common.stats import ThresholdTest, decide_threshold, threshold_from_ci
 
 CLAIMS: dict[str, str] = {
     "C1": "For the pretrained toy CLIP and for TeCoA, mean predictive entropy on PGD inputs is lower than on clean "
@@ -76,7 +83,10 @@ def seeds_needed(n: int) -> int:
 
 
 def seed_rule(mean_ok: bool, seed_ok: list[bool]) -> tuple[bool, dict[str, Any], str | None]:
-    """The card's rule: the condition on the seed means and in ≥ ⌈2n/3⌉ seeds; fewer than 3 seeds → undecidable."""
+    """The card's rule: the condition on the seed means and in ≥ ⌈2n/3⌉ seeds; fewer than 3 seeds → undecidable.
+
+    Its first value is a further condition for ``holds`` only (issue 41): a count missed inside seed noise decides
+    nothing, so ``fails`` comes from an interval lying wholly on the other side (see :func:`_decide`)."""
     n, k = len(seed_ok), int(sum(bool(v) for v in seed_ok))
     numbers = {"mean condition": bool(mean_ok), "seeds meeting it": f"{k} of {n}"}
     why = None if n >= 3 else f"the card's rule (seed mean and ≥ 2 of 3 seeds) needs 3 seeds; this run has {n}"
@@ -128,10 +138,68 @@ def control_k2(results: pd.DataFrame, min_gain: float = K2_MIN_GAIN) -> dict[str
             "numbers": numbers, "reason": reason}
 
 
+# --------------------------------------------------------------------------------------------- decision rules
+N_BOOT = 2000           # bootstrap resamples (C5), fixed rng seed below
+BOOT_SEED = 0
+
+
+def _ci(lo: float, hi: float) -> str:
+    def f(v: float) -> str:
+        return "−∞" if v == -math.inf else "+∞" if v == math.inf else f"{v:+.3f}"
+    return f"[{f(lo)}, {f(hi)}]"
+
+
+def _cmp_word(c) -> str:
+    """An "A better than B" part decided by its paired comparison: better holds, worse fails, else inconclusive."""
+    return "holds" if c.better else "fails" if c.worse else "inconclusive"
+
+
+def _decide(parts: dict[str, tuple[str, str]], count_ok: bool, rule: dict[str, Any], why: str | None
+            ) -> tuple[bool | None, str | None]:
+    """``holds`` and ``inconclusive`` of a claim made of ``parts`` (name → (word, sentence saying why it is within
+    noise)): holds when every part holds and the card's seed count is met, fails when a part fails (its interval
+    wholly on the other side) and the count is missed, inconclusive otherwise, with a sentence saying why."""
+    if why:
+        return None, why
+    words = [w for w, _ in parts.values()]
+    if "fails" in words:
+        if not count_ok:
+            return False, None
+        return None, (f"a part's interval lies on the failing side, yet {rule['seeds meeting it']} seeds meet the "
+                      "card's condition: the count and the interval disagree, which decides nothing")
+    if all(w == "holds" for w in words):
+        if count_ok:
+            return True, None
+        return None, (f"every interval clears its bar, but only {rule['seeds meeting it']} seeds meet the card's "
+                      "condition (⌈2n/3⌉ needed): a count missed inside seed noise decides nothing")
+    return None, "; ".join(f"{k}: {txt}" for k, (w, txt) in parts.items() if w == "inconclusive")
+
+
+def _threshold_part(c, bar: float, what: str) -> tuple[ThresholdTest, tuple[str, str]]:
+    """"paired difference ≥ ``bar``" (a "no worse than by |bar|") from a comparison's interval."""
+    tt = threshold_from_ci(c.mean_diff, c.ci_lo, c.ci_hi, bar, ">=", c.n)
+    return tt, (tt.word, f"within noise of the bar: the 95% CI {_ci(c.ci_lo, c.ci_hi)} of {what} "
+                         f"({c.mean_diff:+.3f}) contains {bar:+g}")
+
+
 # --------------------------------------------------------------------------------------------- claims
+def _per_task(results: pd.DataFrame, method: str, col: str) -> pd.DataFrame:
+    """``col`` of ``method`` as a (seed × task) table, seeds in order."""
+    d = results[results.method == method]
+    return d.pivot_table(index="seed", columns="task", values=col, aggfunc="mean").sort_index()
+
+
 def claim_c1(results: pd.DataFrame, models: tuple[str, ...] = ("orig", "tecoa"), min_tasks: int = C1_MIN_TASKS,
              ece_factor: float = C1_ECE_FACTOR) -> dict[str, Any]:
-    """C1: on PGD inputs entropy falls below clean on ≥ 3 of 4 tasks while accuracy drops; ECE_adv ≥ 2 ECE_clean."""
+    """C1: on PGD inputs entropy falls below clean on ≥ 3 of 4 tasks while accuracy drops; ECE_adv ≥ 2 ECE_clean.
+
+    Per model and task, two paired comparisons over seeds: H_clean − H_adv (the entropy fall) and clean − robust
+    accuracy (the drop). A task *collapses* when both say ``better``, and *does not* when either says ``worse``
+    (the other side, measurably). "ECE_adv ≥ 2 ECE_clean" on the suite means is "ECE_adv − 2 ECE_clean ≥ 0",
+    decided by the Student-t interval of that per-seed difference (:func:`decide_threshold`). A model holds when
+    ≥ ``min_tasks`` tasks collapse and the ECE interval clears 0; it fails when fewer than ``min_tasks`` tasks can
+    still collapse or the ECE interval lies below 0. The claim holds when both models hold, fails when one fails.
+    """
     def cond(df: pd.DataFrame) -> tuple[bool, dict]:
         out, ok = {}, True
         for m in models:
@@ -146,17 +214,58 @@ def claim_c1(results: pd.DataFrame, models: tuple[str, ...] = ("orig", "tecoa"),
 
     mean_ok, numbers = cond(results)
     seed_ok = [cond(results[results.seed == s])[0] for s in sorted(results.seed.unique())]
-    holds, rule, why = seed_rule(mean_ok, seed_ok)
-    parts = [f"{m}: entropy fell under attack (with an accuracy drop) on {numbers[f'{m}: tasks with H_adv < H_clean and acc drop']} "
-             f"of 4 tasks, ECE_adv/ECE_clean = {numbers[f'{m}: ECE_adv / ECE_clean']:.2f}" for m in models]
-    reason = "; ".join(parts) + f" (≥ {min_tasks} tasks and ≥ {ece_factor:g}× needed; {rule['seeds meeting it']} seeds meet both)"
-    return _claim(holds, f"orig and TeCoA: H_adv < H_clean with an accuracy drop on ≥ {min_tasks} of 4 tasks, and "
-                         f"ECE_adv ≥ {ece_factor:g} ECE_clean; seed mean and ≥ 2/3 of seeds",
-                  {**numbers, **rule}, reason, ("K1",), why)
+    count_ok, rule, why = seed_rule(mean_ok, seed_ok)
+    parts, texts = {}, []
+    for m in models:
+        hc, ha = _per_task(results, m, "H_clean"), _per_task(results, m, "H_adv")
+        ca, ra = _per_task(results, m, "clean_acc"), _per_task(results, m, "rob_acc")
+        tasks = list(hc.columns)
+        fall = [compare_paired(hc[t].to_numpy(), ha[t].to_numpy()) for t in tasks]
+        drop = [compare_paired(ca[t].to_numpy(), ra[t].to_numpy()) for t in tasks]
+        n_yes = sum(f.better and d.better for f, d in zip(fall, drop))
+        n_no = sum(f.worse or d.worse for f, d in zip(fall, drop))
+        ece = decide_threshold(per_seed(results, m, "ece_adv") - ece_factor * per_seed(results, m, "ece_clean"),
+                               0.0, ">=")
+        numbers[f"{m}: tasks with a measurable entropy fall and accuracy drop"] = n_yes
+        numbers[f"{m}: tasks with entropy or accuracy measurably not falling"] = n_no
+        numbers[f"{m}: per-task H_clean − H_adv ci95"] = [[f.ci_lo, f.ci_hi] for f in fall]
+        numbers[f"{m}: per-task clean − robust acc ci95"] = [[d.ci_lo, d.ci_hi] for d in drop]
+        numbers[f"{m}: ECE_adv − {ece_factor:g} ECE_clean"] = ece.estimate
+        numbers[f"{m}: ECE_adv − {ece_factor:g} ECE_clean ci95"] = [ece.ci_lo, ece.ci_hi]
+        tasks_word = "holds" if n_yes >= min_tasks else "fails" if len(tasks) - n_no < min_tasks else "inconclusive"
+        word = ("fails" if "fails" in (tasks_word, ece.word) else
+                "holds" if (tasks_word, ece.word) == ("holds", "holds") else "inconclusive")
+        noise = []
+        if tasks_word == "inconclusive":
+            open_ = [f"{t} {_ci(f.ci_lo, f.ci_hi)} / {_ci(d.ci_lo, d.ci_hi)}" for t, f, d in zip(tasks, fall, drop)
+                     if not (f.better and d.better) and not (f.worse or d.worse)]
+            noise.append(f"{n_yes} of {len(tasks)} tasks show a measurable entropy fall with an accuracy drop and "
+                         f"{n_no} measurably do not (≥ {min_tasks} needed); the other {len(open_)} are within noise "
+                         "of the bar (paired 95% CIs of H_clean − H_adv / clean − robust accuracy: "
+                         + ", ".join(open_) + ")")
+        if ece.word == "inconclusive":
+            noise.append(f"ECE_adv − {ece_factor:g} ECE_clean = {ece.estimate:+.3f} has the 95% CI "
+                         f"{_ci(ece.ci_lo, ece.ci_hi)}, which contains 0: within noise of the bar")
+        parts[m] = (word, "; ".join(noise))
+        texts.append(f"{m}: entropy fell under attack (with an accuracy drop) on "
+                     f"{numbers[f'{m}: tasks with H_adv < H_clean and acc drop']} of {len(tasks)} tasks in the seed "
+                     f"means, measurably on {n_yes} (measurably not on {n_no}); ECE_adv/ECE_clean = "
+                     f"{numbers[f'{m}: ECE_adv / ECE_clean']:.2f}, ECE_adv − {ece_factor:g} ECE_clean 95% CI "
+                     f"{_ci(ece.ci_lo, ece.ci_hi)} ({ece.word} against 0)")
+    holds, inconclusive = _decide(parts, count_ok, rule, why)
+    reason = "; ".join(texts) + f" ({rule['seeds meeting it']} seeds meet both conditions)"
+    return _claim(holds, f"orig and TeCoA: H_adv < H_clean with an accuracy drop (paired 95% CIs over seeds) on "
+                         f"≥ {min_tasks} of 4 tasks, and the 95% CI of ECE_adv − {ece_factor:g} ECE_clean ≥ 0; "
+                         "seed mean and ≥ 2/3 of seeds as a further condition for holds",
+                  {**numbers, **rule}, reason, ("K1",), inconclusive)
 
 
 def claim_c2(results: pd.DataFrame, rel: float = C2_REL) -> dict[str, Any]:
-    """C2: UCAT's suite-average adversarial ECE ≥ 25% below TeCoA's and below PMG-AFT's and FARE's."""
+    """C2: UCAT's suite-average adversarial ECE ≥ 25% below TeCoA's and below PMG-AFT's and FARE's.
+
+    "≥ 25% lower than TeCoA" is the paired comparison of ECE(UCAT) with 0.75·ECE(TeCoA). Every comparison
+    ``better``: holds (with the seed count); any ``worse``: fails; otherwise (a comparison with no measurable
+    difference, or a baseline not run) inconclusive."""
     present = set(results.method)
     missing = [m for m in ("pmg_aft", "fare") if m not in present]
     others = [m for m in ("tecoa", "pmg_aft", "fare") if m in present]
@@ -167,41 +276,50 @@ def claim_c2(results: pd.DataFrame, rel: float = C2_REL) -> dict[str, Any]:
         return bool(u <= (1 - rel) * np.mean(e["tecoa"][i]) and all(u < np.mean(e[m][i]) for m in others[1:]))
 
     # "≥ 25% lower than TeCoA": the paired CI of (1 − rel)·ECE(TeCoA) − ECE(UCAT) lies above 0
-    cmps = {"TeCoA×0.75": compare_paired(e["ucat"], (1 - rel) * e["tecoa"], higher_is_better=False)}
+    cmps = {f"TeCoA×{1 - rel:g}": compare_paired(e["ucat"], (1 - rel) * e["tecoa"], higher_is_better=False)}
     cmps.update({m: compare_paired(e["ucat"], e[m], higher_is_better=False) for m in others[1:]})
     numbers = {f"ECE_adv {m}": float(v.mean()) for m, v in e.items()}
     numbers["relative reduction vs TeCoA"] = float(1 - e["ucat"].mean() / e["tecoa"].mean())
     for name, c in cmps.items():
         numbers.update(c.numbers(f"UCAT vs {name}"))
-    rule_ok, rule, why = seed_rule(ok(slice(None)), [ok(i) for i in range(len(e["ucat"]))])
+    count_ok, rule, why = seed_rule(ok(slice(None)), [ok(i) for i in range(len(e["ucat"]))])
     numbers.update(rule)
-    if missing:
-        why = f"baselines {missing} were not run (methods parameter)"
-    holds = rule_ok and all(c.better for c in cmps.values())
+    parts = {f"vs {k}": (_cmp_word(c), f"the paired difference ({k} − UCAT) {_ci(c.ci_lo, c.ci_hi)} contains 0: "
+                                       "within noise of the bar") for k, c in cmps.items()}
+    # a baseline that was not run leaves its part open: the claim can still fail on another part, never hold
+    parts.update({f"vs {m}": ("inconclusive", f"baseline {m} was not run (methods parameter)") for m in missing})
+    holds, inconclusive = _decide(parts, count_ok, rule, why)
     reason = (f"UCAT's adversarial ECE is {numbers['relative reduction vs TeCoA']:.1%} below TeCoA's ({100 * rel:.0f}% "
-              "needed); paired comparisons: " + ", ".join(f"vs {k}: {c.word}" for k, c in cmps.items())
+              "needed); paired comparisons: " + ", ".join(f"vs {k}: {c.word} {_ci(c.ci_lo, c.ci_hi)}"
+                                                          for k, c in cmps.items())
               + f"; {rule['seeds meeting it']} seeds meet the card's condition")
-    return _claim(holds, f"ECE_adv(UCAT) ≤ {1 - rel:g}·ECE_adv(TeCoA) and < PMG-AFT's and FARE's: seed rule and "
-                         "each paired comparison 'better'", numbers, reason, ("K1", "K2"), why)
+    return _claim(holds, f"ECE_adv(UCAT) ≤ {1 - rel:g}·ECE_adv(TeCoA) and < PMG-AFT's and FARE's: every paired "
+                         "comparison 'better' (with the seed rule) holds, any 'worse' fails",
+                  numbers, reason, ("K1", "K2"), inconclusive)
 
 
 def claim_c3(results: pd.DataFrame, margin: float = C3_MARGIN) -> dict[str, Any]:
-    """C3: UCAT's suite-average robust accuracy ≥ TeCoA's − 3 points ("no worse than", margin 3 points)."""
+    """C3: UCAT's suite-average robust accuracy ≥ TeCoA's − 3 points: the paired 95% CI of UCAT − TeCoA against
+    −3 points (:func:`threshold_from_ci`: holds at or above, fails wholly below, else inconclusive)."""
     u, t = per_seed(results, "ucat", "rob_acc"), per_seed(results, "tecoa", "rob_acc")
     cmp = compare_paired(u, t)
-    rule_ok, rule, why = seed_rule(u.mean() >= t.mean() - margin, list(u >= t - margin))
-    holds = rule_ok and cmp.no_worse_than(margin)
+    count_ok, rule, why = seed_rule(u.mean() >= t.mean() - margin, list(u >= t - margin))
+    tt, part = _threshold_part(cmp, -margin, "UCAT − TeCoA robust accuracy")
+    holds, inconclusive = _decide({"UCAT − TeCoA": part}, count_ok, rule, why)
     numbers = {"robust acc UCAT": float(u.mean()), "robust acc TeCoA": float(t.mean()), **cmp.numbers("UCAT − TeCoA"),
-               **rule}
-    lo = "−∞" if not math.isfinite(cmp.ci_lo) else f"{cmp.ci_lo:+.3f}"
-    reason = (f"UCAT − TeCoA robust accuracy = {cmp.mean_diff:+.3f}, 95% CI lower end {lo} (> −{margin:g} needed); "
-              f"{rule['seeds meeting it']} seeds within the margin")
-    return _claim(holds, f"rob_acc(UCAT) ≥ rob_acc(TeCoA) − {margin:g}: seed rule, and paired 95% CI lower end > −{margin:g}",
-                  numbers, reason, ("K1", "K2"), why)
+               f"UCAT − TeCoA ≥ −{margin:g}": tt.word, **rule}
+    reason = (f"UCAT − TeCoA robust accuracy = {cmp.mean_diff:+.3f}, 95% CI {_ci(cmp.ci_lo, cmp.ci_hi)} "
+              f"(≥ −{margin:g} needed: {tt.word}); {rule['seeds meeting it']} seeds within the margin")
+    return _claim(holds, f"rob_acc(UCAT) ≥ rob_acc(TeCoA) − {margin:g}: the paired 95% CI at or above −{margin:g} "
+                         f"holds (with the seed rule), wholly below fails",
+                  numbers, reason, ("K1", "K2"), inconclusive)
 
 
 def claim_c4(results: pd.DataFrame, within: float = C4_WITHIN, margin: float = C4_MARGIN) -> dict[str, Any]:
     """C4: UCAT's clean accuracy no worse than TeCoA's (margin 1 point) and within 8 points of the original.
+
+    Each part is the paired 95% CI of the difference against its bar (−1 point vs TeCoA, −8 points vs the
+    original): holds at or above, fails wholly below, else inconclusive; both must hold.
 
     The card writes "≥ TeCoA's" with no margin; a "no worse than" comparison needs one (DESIGN item 10), else
     its verdict is decided by differences the seeds cannot resolve. The stated margin is 1 point, a third of
@@ -214,17 +332,21 @@ def claim_c4(results: pd.DataFrame, within: float = C4_WITHIN, margin: float = C
     def ok(a, b, c) -> bool:
         return bool(np.mean(a) >= np.mean(b) - margin and abs(np.mean(a) - np.mean(c)) <= within)
 
-    rule_ok, rule, why = seed_rule(ok(u, t, o), [ok(*v) for v in zip(u, t, o)])
-    holds = rule_ok and vs_t.no_worse_than(margin) and vs_o.no_worse_than(within)
+    count_ok, rule, why = seed_rule(ok(u, t, o), [ok(*v) for v in zip(u, t, o)])
+    tt_t, part_t = _threshold_part(vs_t, -margin, "UCAT − TeCoA clean accuracy")
+    tt_o, part_o = _threshold_part(vs_o, -within, "UCAT − original clean accuracy")
+    holds, inconclusive = _decide({"vs TeCoA": part_t, "vs original": part_o}, count_ok, rule, why)
     numbers = {"clean acc UCAT": float(u.mean()), "clean acc TeCoA": float(t.mean()), "clean acc original": float(o.mean()),
-               **vs_t.numbers("UCAT − TeCoA"), **vs_o.numbers("UCAT − original"), **rule,
+               **vs_t.numbers("UCAT − TeCoA"), **vs_o.numbers("UCAT − original"),
+               f"UCAT − TeCoA ≥ −{margin:g}": tt_t.word, f"UCAT − original ≥ −{within:g}": tt_o.word, **rule,
                "mean UCAT ≥ TeCoA (card's wording, no margin)": bool(u.mean() >= t.mean())}
-    reason = (f"clean accuracy UCAT − TeCoA = {vs_t.mean_diff:+.3f}, 95% CI [{vs_t.ci_lo:+.3f}, {vs_t.ci_hi:+.3f}] "
-              f"(lower end > −{margin:g} needed); UCAT − original = {vs_o.mean_diff:+.3f}, CI lower end "
-              f"{vs_o.ci_lo:+.3f} (within {within:g} needed); {rule['seeds meeting it']} seeds meet both conditions")
-    return _claim(holds, f"clean_acc(UCAT) ≥ clean_acc(TeCoA) − {margin:g} and |clean_acc(UCAT) − clean_acc(original)| "
-                         f"≤ {within:g}: seed rule, and paired CI lower ends > −{margin:g} (vs TeCoA) and > −{within:g} "
-                         "(vs original)", numbers, reason, ("K2",), why)
+    reason = (f"clean accuracy UCAT − TeCoA = {vs_t.mean_diff:+.3f}, 95% CI {_ci(vs_t.ci_lo, vs_t.ci_hi)} "
+              f"(≥ −{margin:g} needed: {tt_t.word}); UCAT − original = {vs_o.mean_diff:+.3f}, 95% CI "
+              f"{_ci(vs_o.ci_lo, vs_o.ci_hi)} (≥ −{within:g} needed: {tt_o.word}); {rule['seeds meeting it']} seeds "
+              "meet both conditions")
+    return _claim(holds, f"clean_acc(UCAT) ≥ clean_acc(TeCoA) − {margin:g} and clean_acc(UCAT) ≥ clean_acc(original) "
+                         f"− {within:g}: each paired 95% CI at or above its bar holds (with the seed rule), either "
+                         "wholly below fails", numbers, reason, ("K2",), inconclusive)
 
 
 def spearman_over_tasks(sw: pd.DataFrame, method: str) -> float:
@@ -237,9 +359,47 @@ def spearman_over_tasks(sw: pd.DataFrame, method: str) -> float:
     return float(np.mean(rhos))
 
 
+def spearman_rows(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Spearman ρ of every row of ``y`` (…, n) against ``x`` (n,): Pearson correlation of average ranks, as
+    :func:`scipy.stats.spearmanr`; a constant (or NaN) row gives 0, as in :func:`spearman_over_tasks`."""
+    ry = st.rankdata(np.asarray(y, float), axis=-1)
+    rx = st.rankdata(np.asarray(x, float))
+    ry, rx = ry - ry.mean(-1, keepdims=True), rx - rx.mean()
+    den = np.sqrt((ry ** 2).sum(-1) * (rx ** 2).sum())
+    good = np.isfinite(den) & (den > 0)
+    return np.where(good, (ry * rx).sum(-1) / np.where(good, den, 1.0), 0.0)
+
+
+def sweep_curves(sw: pd.DataFrame, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """Mean attacked entropy of ``method`` as a (seed × task × ε) array, and the ε values (ascending)."""
+    d = sw[sw.method == method].groupby(["seed", "task", "eps"]).H_adv.mean()
+    seeds, tasks, eps = (sorted(d.index.unique(level=k)) for k in ("seed", "task", "eps"))
+    idx = pd.MultiIndex.from_product([seeds, tasks, eps], names=["seed", "task", "eps"])
+    return d.reindex(idx).to_numpy().reshape(len(seeds), len(tasks), len(eps)), np.asarray(eps, float)
+
+
+def rho_ci(sw: pd.DataFrame, method: str, n_boot: int = N_BOOT, rng_seed: int = BOOT_SEED) -> tuple[float, float]:
+    """95% percentile interval of C5's statistic — the task mean of Spearman ρ(ε, seed-mean entropy curve) — from
+    a bootstrap over seeds (whole curves resampled, what changes with the seed; the tasks and the test split are
+    fixed). Fewer than 2 seeds: an unbounded interval."""
+    curves, eps = sweep_curves(sw, method)
+    n = curves.shape[0]
+    if n < 2:
+        return -math.inf, math.inf
+    idx = np.random.default_rng(rng_seed).integers(0, n, size=(n_boot, n))
+    boots = spearman_rows(curves[idx].mean(axis=1), eps).mean(axis=-1)   # (n_boot, tasks, ε) → (n_boot,)
+    lo, hi = np.nanquantile(boots, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
 def claim_c5(sweep: pd.DataFrame, eps_sweep: tuple[float, ...], rho_min: float = C5_RHO) -> dict[str, Any]:
-    """C5: entropy rises with ε for UCAT (mean Spearman ρ ≥ 0.8) but not for TeCoA (ρ < 0.8)."""
-    threshold = f"mean over tasks of Spearman ρ(ε, entropy): ≥ {rho_min:g} for UCAT and < {rho_min:g} for TeCoA; seed rule"
+    """C5: entropy rises with ε for UCAT (mean Spearman ρ ≥ 0.8) but not for TeCoA (ρ < 0.8).
+
+    Each half by the bootstrap interval over seeds of its ρ (:func:`rho_ci`) against 0.8: UCAT's half holds when the
+    interval lies at or above 0.8 and fails when it lies wholly below; TeCoA's holds when it lies wholly below and
+    fails when it lies at or above. Both halves are required."""
+    threshold = (f"mean over tasks of Spearman ρ(ε, entropy), bootstrap 95% CI over seeds: ≥ {rho_min:g} for UCAT and "
+                 f"< {rho_min:g} for TeCoA; seed rule as a further condition for holds")
     present = set(sweep.method) if len(sweep) else set()
     if not {"ucat", "tecoa"} <= present:
         rho_u = spearman_over_tasks(sweep, "ucat") if "ucat" in present else float("nan")
@@ -252,26 +412,41 @@ def claim_c5(sweep: pd.DataFrame, eps_sweep: tuple[float, ...], rho_min: float =
 
     mean_ok, ru, rt = ok(sweep)
     per = [ok(sweep[sweep.seed == s]) for s in sorted(sweep.seed.unique())]
-    holds, rule, why = seed_rule(mean_ok, [p[0] for p in per])
+    count_ok, rule, why = seed_rule(mean_ok, [p[0] for p in per])
     if len(eps_sweep) < 3:
         why = f"a rank correlation over {len(eps_sweep)} radii is not informative (the card uses 4)"
+    (lu, hu), (lt, ht) = rho_ci(sweep, "ucat"), rho_ci(sweep, "tecoa")
+    tu = threshold_from_ci(ru, lu, hu, rho_min, ">=", len(per))
+    tt = threshold_from_ci(rt, lt, ht, rho_min, ">=", len(per))   # TeCoA's half is the negation of "≥"
+    t_word = {"holds": "fails", "fails": "holds"}.get(tt.word, "inconclusive")
+    parts = {"UCAT": (tu.word, f"within noise of the bar: ρ = {ru:.2f}, 95% CI [{lu:.2f}, {hu:.2f}] contains "
+                               f"{rho_min:g}"),
+             "TeCoA": (t_word, f"within noise of the bar: ρ = {rt:.2f}, 95% CI [{lt:.2f}, {ht:.2f}] contains "
+                               f"{rho_min:g}")}
+    holds, inconclusive = _decide(parts, count_ok, rule, why)
     numbers = {"rho UCAT (seed-mean curves)": ru, "rho TeCoA (seed-mean curves)": rt,
+               "rho UCAT ci95": [lu, hu], "rho TeCoA ci95": [lt, ht],
                "rho UCAT per seed": [p[1] for p in per], "rho TeCoA per seed": [p[2] for p in per], **rule}
-    reason = (f"ρ(UCAT) = {ru:.2f} ({'meets' if ru >= rho_min else 'misses'} ≥ {rho_min:g}) and ρ(TeCoA) = {rt:.2f} "
-              f"({'meets' if rt < rho_min else 'misses'} < {rho_min:g}); {rule['seeds meeting it']} seeds meet both")
-    return _claim(holds, threshold, numbers, reason, ("K1", "K2"), why)
+    reason = (f"ρ(UCAT) = {ru:.2f} [{lu:.2f}, {hu:.2f}] (≥ {rho_min:g}: {tu.word}) and ρ(TeCoA) = {rt:.2f} "
+              f"[{lt:.2f}, {ht:.2f}] (< {rho_min:g}: {t_word}); {rule['seeds meeting it']} seeds meet both")
+    return _claim(holds, threshold, numbers, reason, ("K1", "K2"), inconclusive)
 
 
 def claim_c6(results: pd.DataFrame) -> dict[str, Any]:
-    """C6: the softmax-KL ablation has higher suite-average adversarial ECE than UCAT (paired: 'better' for UCAT)."""
-    threshold = "ECE_adv(softmax-KL) > ECE_adv(UCAT): seed rule, and the paired comparison says UCAT 'better'"
+    """C6: the softmax-KL ablation has higher suite-average adversarial ECE than UCAT: the paired comparison says
+    UCAT ``better`` → holds (with the seed count), ``worse`` → fails, no measurable difference → inconclusive."""
+    threshold = ("ECE_adv(softmax-KL) > ECE_adv(UCAT): paired comparison 'better' for UCAT holds (with the seed "
+                 "rule), 'worse' fails")
     if "softmax_kl" not in set(results.method):
         return _claim(None, threshold, {}, "", ("K1", "K2"), "the softmax-KL ablation was not run (methods parameter)")
     u, a = per_seed(results, "ucat", "ece_adv"), per_seed(results, "softmax_kl", "ece_adv")
     cmp = compare_paired(u, a, higher_is_better=False)
-    rule_ok, rule, why = seed_rule(a.mean() > u.mean(), list(a > u))
+    count_ok, rule, why = seed_rule(a.mean() > u.mean(), list(a > u))
+    part = (_cmp_word(cmp), f"no measurable difference: the paired difference (softmax-KL − UCAT) "
+                            f"{_ci(cmp.ci_lo, cmp.ci_hi)} contains 0")
+    holds, inconclusive = _decide({"vs softmax-KL": part}, count_ok, rule, why)
     numbers = {"ECE_adv UCAT": float(u.mean()), "ECE_adv softmax-KL": float(a.mean()),
                **cmp.numbers("softmax-KL − UCAT"), **rule}
     reason = (f"adversarial ECE softmax-KL {a.mean():.3f} vs UCAT {u.mean():.3f}: difference {cmp.mean_diff:+.3f}, "
-              f"95% CI [{cmp.ci_lo:+.3f}, {cmp.ci_hi:+.3f}] — {cmp.word}")
-    return _claim(rule_ok and cmp.better, threshold, numbers, reason, ("K1", "K2"), why)
+              f"95% CI {_ci(cmp.ci_lo, cmp.ci_hi)} — {cmp.word}")
+    return _claim(holds, threshold, numbers, reason, ("K1", "K2"), inconclusive)
