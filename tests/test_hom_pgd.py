@@ -496,12 +496,36 @@ def test_c2():
     assert r["holds"] is None and "within noise" in r["inconclusive"]
 
 
+def _rounds(slsqp_ms, hom_ms, spread=0.01, k=5):
+    """Five timing repeats per side, the fastest equal to the given time, the others up to ``spread`` slower."""
+    up = 1 + spread * np.linspace(0, 1, k)
+    return (slsqp_ms * up, hom_ms * up[::-1])
+
+
 def test_c3():
-    assert V.c3a({10: 0.1, 30: 0.5, 60: 2.0})["holds"]
-    assert not V.c3a({10: 0.1, 30: 0.05, 60: 2.0})["holds"]
+    rounds = {10: _rounds(1.0, 10.0), 30: _rounds(5.0, 10.0), 60: _rounds(20.0, 10.0)}
+    assert V.c3a({10: 0.1, 30: 0.5, 60: 2.0}, rounds=rounds)["holds"] is True
+    shrinks = {10: _rounds(1.0, 10.0), 30: _rounds(0.5, 10.0), 60: _rounds(20.0, 10.0)}
+    assert V.c3a({10: 0.1, 30: 0.05, 60: 2.0}, rounds=shrinks)["holds"] is False
     assert V.c3a({10: 0.1}, smoke=True)["holds"] is None
-    assert V.c3b(6.0, 100.0)["holds"]
-    assert not V.c3b(0.5, float("inf"))["holds"]
+    assert V.c3b(6.0, 100.0, rounds=_rounds(6.0, 1.0))["holds"] is True
+    assert V.c3b(0.5, float("inf"), rounds=_rounds(0.5, 1.0))["holds"] is False
+
+
+def test_c3_timings_within_noise_or_without_repeats_are_inconclusive():
+    # n = 10 -> 30: fastest ratios 0.100 -> 0.102 (the old rule: grows), but the repeats spread 80 %
+    noisy = {10: _rounds(1.0, 10.0, 0.8), 30: _rounds(1.02, 10.0, 0.8), 60: _rounds(20.0, 10.0)}
+    r = V.c3a({10: 0.1, 30: 0.102, 60: 2.0}, rounds=noisy)
+    assert r["holds"] is None and "within noise" in r["inconclusive"]
+    assert r["numbers"]["log-ratio change n=10->30 ci95"][0] < 0 < r["numbers"]["log-ratio change n=10->30 ci95"][1]
+    r = V.c3a({10: 0.1, 30: 0.5, 60: 2.0})            # no repeats passed: no interval, no verdict
+    assert r["holds"] is None and "no repeat timings" in r["inconclusive"]
+    # n = 30: fastest ratio 5.1 >= 5 (the old rule: holds), but the repeats' interval spans 5
+    r = V.c3b(5.1, None, rounds=(5.1 * np.array([1, 1.1, 1.2, 1.3, 1.4]), np.array([1.0, 1.1, 1.2, 1.3, 1.4])))
+    assert r["holds"] is None and "within noise" in r["inconclusive"]
+    lo, hi = r["numbers"]["ratio n=30 ci95"]
+    assert lo < 5 < hi
+    assert V.c3b(6.0, 100.0)["holds"] is None
 
 
 def _g2(rate, k_inst=40, seed=0):
@@ -529,25 +553,67 @@ def test_c7():
     assert V.c7(inn, inn + rng.normal(0, 0.01, 200), "gauge", ("K5",))["holds"] is None
 
 
+def _c5(eps, unreach, med, eps_samples=100_000, instances=256, noise=None):
+    """C5 with per-instance gaps whose medians are ``med``: the same instances at each checkpoint (a shared
+    per-instance offset), plus independent ``noise`` per checkpoint if given."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(0, 0.01, instances)
+    gaps = [m + base + (0 if noise is None else rng.normal(0, noise, instances)) for m in med]
+    gaps = [g - np.median(g) + m for g, m in zip(gaps, med)]
+    return V.c5([1, 2, 3], eps, unreach, med, eps_samples=eps_samples, instances=instances, gaps=gaps)
+
+
 def test_c5():
-    assert V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.5, 0.4, 0.3], [0.2, 0.1, 0.1])["holds"]
-    assert not V.c5([1, 2, 3], [0.3, 0.2, 0.25], [0.5, 0.4, 0.3], [0.2, 0.1, 0.1])["holds"]
-    assert not V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.5, 0.4, 0.3], [0.1, 0.2, 0.1])["holds"]
-    assert not V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.5, 0.5, 0.3], [0.2, 0.1, 0.1])["holds"]
+    assert _c5([0.3, 0.2, 0.1], [0.5, 0.4, 0.3], [0.2, 0.1, 0.1])["holds"] is True
+    assert _c5([0.3, 0.2, 0.25], [0.5, 0.4, 0.3], [0.2, 0.1, 0.1])["holds"] is False
+    assert _c5([0.3, 0.2, 0.1], [0.5, 0.4, 0.3], [0.1, 0.2, 0.1])["holds"] is False
+    assert _c5([0.3, 0.2, 0.1], [0.5, 0.6, 0.3], [0.2, 0.1, 0.1])["holds"] is False
     # unreachable fraction 0 throughout (reached by construction): at its floor, decides nothing
-    ok = V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [0.2, 0.1, 0.1])
-    assert ok["holds"] and "decides nothing" in ok["reason"]
-    assert not V.c5([1, 2, 3], [0.3, 0.3, 0.1], [0.0, 0.0, 0.0], [0.2, 0.1, 0.1])["holds"]
+    ok = _c5([0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [0.2, 0.1, 0.1])
+    assert ok["holds"] is True and "decides nothing" in ok["reason"]
+    assert _c5([0.3, 0.35, 0.1], [0.0, 0.0, 0.0], [0.2, 0.1, 0.1])["holds"] is False
     # a median gap at the float32 floor: a rise of 1e-7 is rounding, a rise of 1e-4 is not
-    assert V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [-3e-8, 4e-8, 5e-8])["holds"]
-    assert not V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [1e-5, 1e-4, 1e-4])["holds"]
+    assert _c5([0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [-3e-8, 4e-8, 5e-8])["holds"] is True
+    assert _c5([0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [1e-5, 1e-4, 1e-4])["holds"] is False
+
+
+def test_c5_steps_within_noise_are_inconclusive():
+    # an unchanged fraction (the old rule: fails) and a fall measured on too few samples are within noise
+    r = _c5([0.3, 0.3, 0.1], [0.0, 0.0, 0.0], [0.2, 0.1, 0.1])
+    assert r["holds"] is None and "eps ball 1 → 2" in r["inconclusive"]
+    r = _c5([0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [0.2, 0.1, 0.1], eps_samples=40)
+    lo, hi = r["numbers"]["eps ball step ci95"][0]
+    assert r["holds"] is None and lo < 0 < hi and "within noise" in r["inconclusive"].lower()
+    assert _c5([0.5, 0.4, 0.3], [0.5, 0.5, 0.3], [0.2, 0.1, 0.1], instances=64)["holds"] is None
+    # equal medians, instances that move independently: the rise's interval straddles 1e-6 (old rule: holds)
+    r = _c5([0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [0.2, 0.1, 0.1], noise=0.01)
+    lo, hi = r["numbers"]["median gap rise ci95"][1]
+    assert r["holds"] is None and lo < 1e-6 < hi
+    # no counts or per-instance gaps passed: no interval, no verdict
+    assert V.c5([1, 2, 3], [0.3, 0.2, 0.1], [0.5, 0.4, 0.3], [0.2, 0.1, 0.1])["holds"] is None
 
 
 def test_c6():
     W = [1e4, 3e4, 1e5, 4e5]
-    assert V.c6(W, [0.03 + 1e-7 * w for w in W])["holds"]
-    assert not V.c6(W, [0.05, 0.01, 0.06, 0.02])["holds"]
+    line = np.array([0.03 + 1e-7 * w for w in W])
+    rounds = line * np.linspace(1, 1.02, 5)[:, None]
+    assert V.c6(W, line, rounds=rounds)["holds"] is True
+    bad = np.array([0.05, 0.01, 0.06, 0.02])
+    assert V.c6(W, bad, rounds=bad * np.linspace(1, 1.02, 5)[:, None])["holds"] is False
     assert V.c6(W, [0.1] * 4, smoke=True)["holds"] is None
+
+
+def test_c6_r2_within_noise_is_inconclusive():
+    W = [1e4, 3e4, 1e5, 4e5]
+    line = np.array([0.03 + 1e-8 * w for w in W])            # 30, 30.3, 31, 34 ms: a weak slope
+    rng = np.random.default_rng(2)
+    rounds = line * (1 + rng.uniform(0, 0.1, (5, 4)))        # repeats up to 10 % slower
+    rounds[0] = line                                         # the fastest: exactly the line (R² = 1)
+    r = V.c6(W, rounds.min(0), rounds=rounds)
+    lo, hi = r["numbers"]["R2 ci95"]
+    assert r["numbers"]["R2"] >= 0.9 and lo < 0.9 <= hi
+    assert r["holds"] is None and "within noise" in r["inconclusive"]
+    assert V.c6(W, line)["holds"] is None                    # no rounds passed
 
 
 # ----------------------------------------------------------------------------- the exact gauge map

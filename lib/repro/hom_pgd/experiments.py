@@ -76,26 +76,40 @@ def k1_active(family: QCQPFamily, k: int, seed: int) -> tuple[float, int]:
     return float(ref.active.mean()), int(k)
 
 
-def slsqp_time_per_start(family: QCQPFamily, inst: Instances, seed: int) -> float:
-    """CPU ms per SLSQP start (one start per instance, analytic Jacobians, the same start points every round): the
-    fastest of ``TIMING_ROUNDS`` identical passes over the instances, timed as Hom-PGD+'s solves are."""
-    best = float("inf")
+def slsqp_times_per_start(family: QCQPFamily, inst: Instances, seed: int) -> np.ndarray:
+    """CPU ms per SLSQP start (one start per instance, analytic Jacobians, the same start points every round) of
+    each of ``TIMING_ROUNDS`` identical passes over the instances, timed as Hom-PGD+'s solves are. C3 takes the
+    fastest and bootstraps over all of them."""
+    out = []
     for _ in range(TIMING_ROUNDS):
         res = bl.slsqp_batch(family, inst, 1, seed)
-        best = min(best, float(sum(r.sec_starts.sum() for r in res)))
-    return 1e3 * best / len(inst)
+        out.append(1e3 * float(sum(r.sec_starts.sum() for r in res)) / len(inst))
+    return np.asarray(out)
 
 
-def hom_time_per_instance(phi, family: QCQPFamily, inst: Instances, cfg, tol: float | None = None
-                          ) -> tuple[float, Result]:
-    """CPU ms per instance of a batched Hom-PGD+ solve: the fastest of ``TIMING_ROUNDS`` identical solves (a
-    2-iteration warm-up call first, discarded), and the solve's result. ``tol=None`` runs the fixed budget of
+def slsqp_time_per_start(family: QCQPFamily, inst: Instances, seed: int) -> float:
+    """CPU ms per SLSQP start: the fastest of :func:`slsqp_times_per_start`'s ``TIMING_ROUNDS`` passes."""
+    return float(slsqp_times_per_start(family, inst, seed).min())
+
+
+def hom_times_per_instance(phi, family: QCQPFamily, inst: Instances, cfg, tol: float | None = None
+                           ) -> tuple[np.ndarray, Result]:
+    """CPU ms per instance of each of ``TIMING_ROUNDS`` identical batched Hom-PGD+ solves (a 2-iteration warm-up
+    call first, discarded), and the first solve's result. ``tol=None`` runs the fixed budget of
     ``cfg.latent_iters`` iterations (what C3 decides on: the same work at every n); a tolerance stops early, after a
     number of iterations that itself changes with n (reported beside)."""
     hom_pgd(phi, family, inst[:4], 2, lr=cfg.lr_latent, bisection_steps=cfg.bisection_steps)
     runs = [hom_pgd(phi, family, inst, cfg.latent_iters, lr=cfg.lr_latent, bisection_steps=cfg.bisection_steps,
                     tol=tol) for _ in range(TIMING_ROUNDS)]
-    return 1e3 * min(r.seconds for r in runs) / len(inst), runs[0]
+    return np.asarray([1e3 * r.seconds / len(inst) for r in runs]), runs[0]
+
+
+def hom_time_per_instance(phi, family: QCQPFamily, inst: Instances, cfg, tol: float | None = None
+                          ) -> tuple[float, Result]:
+    """CPU ms per instance of a batched Hom-PGD+ solve: the fastest of :func:`hom_times_per_instance`'s
+    ``TIMING_ROUNDS`` identical solves, and the solve's result."""
+    ms, r = hom_times_per_instance(phi, family, inst, cfg, tol)
+    return float(ms.min()), r
 
 
 @dataclass
@@ -116,6 +130,13 @@ class ScaleRun:
     iters_tol: int = 0
     k1_active: float = float("nan")
     k1_instances: int = 0
+    hom_ms_rounds: tuple[float, ...] = ()      # the TIMING_ROUNDS times whose fastest is hom_ms (C3's bootstrap)
+    slsqp_ms_rounds: tuple[float, ...] = ()    # ... and slsqp_ms
+
+    @property
+    def rounds(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """(SLSQP ms per start, Hom-PGD+ ms per instance) of every timing round: what C3a/C3b bootstrap over."""
+        return self.slsqp_ms_rounds, self.hom_ms_rounds
 
     @property
     def ratio(self) -> float:
@@ -152,11 +173,13 @@ def scale_run(cfg, n: int, inn: CondRealNVP | None = None, train_s: float | None
         train_s = tr.seconds
     if progress:
         progress(f"n = {n}: INN ready ({train_s:.0f} s of training)")
-    hom_ms, r = hom_time_per_instance(inn.map, family, inst, cfg)
+    hom_rounds, r = hom_times_per_instance(inn.map, family, inst, cfg)
+    hom_ms = float(hom_rounds.min())
     hom_ms_tol, r_tol = hom_time_per_instance(inn.map, family, inst, cfg, tol=cfg.time_tol)
     if ref is None:
         ref = reference(family, inst, 1, cfg.seed + 1)
-    slsqp_ms = slsqp_time_per_start(family, inst, cfg.seed + 1)
+    slsqp_rounds = slsqp_times_per_start(family, inst, cfg.seed + 1)
+    slsqp_ms = float(slsqp_rounds.min())
     k = len(ref.f)
     gap = rel_gap(r.f[:k], ref.f)
     if k1 is None:
@@ -167,7 +190,8 @@ def scale_run(cfg, n: int, inn: CondRealNVP | None = None, train_s: float | None
                     radial_infeasible=radial_infeasible(family, min(cfg.eps_samples, 100_000), cfg.seed + 7),
                     reentry=ray_reentry(family, np.ones(family.m), cfg.n_rays, np.random.default_rng(cfg.seed + 8)),
                     feasible=float((r.viol <= 1e-5).mean()), hom_ms_tol=hom_ms_tol, iters_tol=r_tol.iters,
-                    k1_active=a1, k1_instances=k1n)
+                    k1_active=a1, k1_instances=k1n, hom_ms_rounds=tuple(map(float, hom_rounds)),
+                    slsqp_ms_rounds=tuple(map(float, slsqp_rounds)))
 
 
 @dataclass
@@ -176,6 +200,12 @@ class Checkpoint:
     eps_ball: float
     unreachable: float
     median_gap: float
+    gaps: np.ndarray | None = field(default=None, repr=False)   # per-instance gaps (C5's paired bootstrap)
+
+    def row(self) -> dict:
+        """The scalar fields, for a table."""
+        return {"step": self.step, "eps_ball": self.eps_ball, "unreachable": self.unreachable,
+                "median_gap": self.median_gap}
 
 
 def checkpoint_eval(cfg, family: QCQPFamily, state: dict, inst: Instances, ref: Reference) -> Checkpoint:
@@ -185,15 +215,18 @@ def checkpoint_eval(cfg, family: QCQPFamily, state: dict, inst: Instances, ref: 
     eps = eps_inn(inn.map, family, cfg.eps_samples, cfg.seed + 5)
     unreach = float((reach_misses(inn, family, ref.x, inst.s) > REACH_TAU * family.radius).mean())
     r = hom_pgd(inn.map, family, inst, cfg.latent_iters, lr=cfg.lr_latent, bisection_steps=cfg.bisection_steps)
-    return Checkpoint(0, eps, unreach, float(np.median(rel_gap(r.f, ref.f))))
+    g = rel_gap(r.f, ref.f)
+    return Checkpoint(0, eps, unreach, float(np.median(g)), gaps=np.asarray(g, float))
 
 
-def width_timing(cfg, family: QCQPFamily, inst: Instances) -> tuple[list[int], list[float]]:
+def width_timing(cfg, family: QCQPFamily, inst: Instances, return_rounds: bool = False
+                 ) -> tuple[list[int], list[float]] | tuple[list[int], list[float], np.ndarray]:
     """(W, seconds per latent iteration) of untrained INNs over ``cfg.widths_sweep`` on a batch of 256 instances.
 
     The widths are timed in ``TIMING_ROUNDS`` interleaved rounds (a 20-iteration solve each) and each keeps its
     fastest: one timing per width put a slow stretch of a shared machine on one width only (seed 3 once read
-    9.9, 6.7, 9.3, 10.1 ms for widths in increasing order)."""
+    9.9, 6.7, 9.3, 10.1 ms for widths in increasing order). With ``return_rounds`` also every round's times,
+    [TIMING_ROUNDS, widths] (C6 bootstraps its R² over the rounds)."""
     inns = []
     for w in cfg.widths_sweep:
         inn = build_inn(cfg, family.n, family.m, hidden=w)
@@ -204,10 +237,13 @@ def width_timing(cfg, family: QCQPFamily, inst: Instances) -> tuple[list[int], l
                 net[-1].weight.normal_(0, 0.01)
         inns.append(inn)
     kw = dict(iters=20, lr=cfg.lr_latent, bisection_steps=cfg.bisection_steps)
-    best = [time_per_iteration(inn.map, family, inst, **kw) for inn in inns]   # round 1, after a warm-up call
+    rounds = [[time_per_iteration(inn.map, family, inst, **kw) for inn in inns]]   # round 1, after a warm-up call
     for _ in range(TIMING_ROUNDS - 1):
-        best = [min(b, time_per_iteration(inn.map, family, inst, warmup=False, **kw)) for b, inn in zip(best, inns)]
-    return [n_params(inn) for inn in inns], best
+        rounds.append([time_per_iteration(inn.map, family, inst, warmup=False, **kw) for inn in inns])
+    rounds = np.asarray(rounds, float)
+    best = [float(v) for v in rounds.min(0)]
+    W = [n_params(inn) for inn in inns]
+    return (W, best, rounds) if return_rounds else (W, best)
 
 
 def exact_projection_runs(cfg, family: QCQPFamily, inst: Instances) -> dict:
