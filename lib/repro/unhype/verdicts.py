@@ -341,19 +341,27 @@ def c2(m: list[dict]) -> dict:
                 numbers=nums, reason=reason, inconclusive=inconclusive, needs=("K1", "K2"))
 
 
+def _log_ratio_claim(t: ThresholdTest, n_ok: int, n: int, need: int, base: str, away: str) -> tuple[str, str]:
+    """C3a/C3b: the word of a (log-scale) threshold test with the card's seed count, and its reason sentence built
+    on ``base``; ``away`` says on which side of the bar a failing interval lies ("below", "above")."""
+    word = _seed_word([t.word], n_ok >= need)
+    bar = f"{t.threshold:g}"
+    reason = {"holds": f"{base}.", "fails": f"{base}: the interval lies wholly {away} {bar}.",
+              "inconclusive": (f"{base}: the interval contains {bar}, within noise of the bar."
+                               if t.word == "inconclusive" else f"{base}: {_count_missed(n_ok, n, need)}.")}[word]
+    return word, reason
+
+
 def c3a(ratios: list[float]) -> dict:
     """Norm ratio >= 10x, decided on the per-seed log ratio's 95% interval over seeds (geometric mean)."""
     ok = [r >= T["norm_ratio"] for r in ratios]
     n_ok, need = _votes(ok)
     votes = f"{n_ok} of {len(ok)}"
     t = _log_test(ratios, T["norm_ratio"], ">=")
-    word = _seed_word([t.word], n_ok >= need)
     base = (f"target prompts' adapters are {t.estimate:.1f}x the retain prompts' (geometric mean over seeds, 95% CI "
             f"{_ci(t.ci_lo, t.ci_hi, fmt='.1f')}; per seed {', '.join(f'{r:.1f}' for r in ratios)}); "
             f">= {T['norm_ratio']:g} in {votes} seeds")
-    reason = {"holds": f"{base}.", "fails": f"{base}: the interval lies wholly below {T['norm_ratio']:g}.",
-              "inconclusive": (f"{base}: the interval contains {T['norm_ratio']:g}, within noise of the bar."
-                               if t.word == "inconclusive" else f"{base}: {_count_missed(n_ok, len(ok), need)}.")}[word]
+    word, reason = _log_ratio_claim(t, n_ok, len(ok), need, base, "below")
     return dict(holds=None if word == "inconclusive" else word == "holds",
                 threshold=f"norm ratio >= {T['norm_ratio']:g} (95% CI of the geometric mean over seeds; a hold also "
                           "needs >= 2/3 of seeds)",
@@ -372,13 +380,10 @@ def c3b(esd_curves: list[list[float]]) -> dict:
     n_ok, need = _votes([x <= T["esd_ratio"] for x in red])
     votes = f"{n_ok} of {len(red)}"
     t = _log_test(red, T["esd_ratio"], "<=")
-    word = _seed_word([t.word], n_ok >= need)
     base = (f"L(K)/L(0) = {t.estimate:.3f} (geometric mean over seeds, 95% CI {_ci(t.ci_lo, t.ci_hi)}; per seed "
             f"{', '.join(f'{x:.3f}' for x in red)}; {mc[-1] / mc[0]:.3f} for the seed-mean curve); "
             f"<= {T['esd_ratio']} in {votes} seeds")
-    reason = {"holds": f"{base}.", "fails": f"{base}: the interval lies wholly above {T['esd_ratio']}.",
-              "inconclusive": (f"{base}: the interval contains {T['esd_ratio']}, within noise of the bar."
-                               if t.word == "inconclusive" else f"{base}: {_count_missed(n_ok, len(red), need)}.")}[word]
+    word, reason = _log_ratio_claim(t, n_ok, len(red), need, base, "above")
     return dict(holds=None if word == "inconclusive" else word == "holds",
                 threshold=f"L(K)/L(0) <= {T['esd_ratio']} (95% CI of the geometric mean over seeds; a hold also needs "
                           ">= 2/3 of seeds)",
