@@ -190,11 +190,32 @@ def test_split_is_by_file_deterministic_and_the_probe_is_balanced():
     files = [(f"f{i}", bytes([65 + i % 20]) * 50 + b"()[]'\"" * 30) for i in range(40)]
     a, b = D.split_by_file(files, 0), D.split_by_file(files, 0)
     assert all(np.array_equal(a[k], b[k]) for k in a)
-    assert sum(len(v) for v in a.values()) == sum(len(d) for _, d in files) + (36 - 1) + (2 - 1) + (2 - 1)
+    assert sum(len(v) for v in a.values()) == sum(len(d) for _, d in files) + len(files) - 3   # "\n" joins
     ctx, tgt, alt = D.closing_probe(a["train"], 40, seq_len=8)
     counts = {c: int((tgt == c).sum()) for c in (41, 93, 39, 34)}
     assert len(set(counts.values())) == 1 and ctx.shape == (40, 8)
     assert set(zip(tgt.tolist(), alt.tolist())) == {(41, 93), (93, 41), (39, 34), (34, 39)}
+
+
+def test_split_counts_bytes_and_fills_the_probe():
+    """Files of very different sizes: the test split holds >= 5 % of the bytes and min_probe of every probe byte,
+    the calibration split >= 5 %; with a file-count rule the 5 % of files could be the smallest ones."""
+    rng = np.random.default_rng(1)
+    files = [(f"f{i}", bytes(rng.integers(97, 123, size=int(s))) + b")]'\"" * int(s // 500))
+             for i, s in enumerate(rng.choice([200, 2_000, 50_000], size=60))]
+    total = sum(len(d) for _, d in files)
+    for seed in range(5):
+        sp = D.split_by_file(files, seed, min_probe=40)
+        assert len(sp["test"]) >= 0.05 * total and len(sp["calib"]) >= 0.05 * total
+        assert all(int((sp["test"] == c).sum()) >= 40 for c in (41, 93, 39, 34))
+        assert len(sp["train"]) > 0.7 * total
+    with pytest.raises(ValueError, match="min_probe"):
+        D.split_by_file(files, 0, min_probe=10 ** 6)
+
+
+def test_dense_cache_key_follows_the_train_split():
+    cfg = D.Config.from_profile("smoke", seed=0)
+    assert D.base_key(cfg, "x", "a") != D.base_key(cfg, "x", "b")
 
 
 def test_corpus_is_the_stdlib_and_hashed():

@@ -40,7 +40,7 @@ class Config(BaseConfig):
     use_cached_base: bool = knob(True, doc="reuse the dense checkpoint in data/cache/decomper/ if its config matches")
     base_seed: int = knob(-1, ge=-1, doc="seed of the dense model's training; -1 (default): the master seed, so that "
                                          "seeds 0-4 train five dense models and their spread includes the model's")
-    split_seed: int = knob(-1, ge=-1, doc="seed of the 90/5/5 file split; -1 (default): the master seed (a test set "
+    split_seed: int = knob(-1, ge=-1, doc="seed of the 90/5/5 % (of bytes) file split; -1 (default): the master seed (a test set "
                                           "per seed)")
     # compression and compensation
     ratios: tuple[float, ...] = knob((0.2, 0.4, 0.6), gt=0, lt=1, min_len=1,

@@ -3,8 +3,9 @@
 The corpus is every top-level ``*.py`` file of ``sysconfig.get_paths()["stdlib"]`` (sorted by name) plus the
 English help texts of ``pydoc_data.topics.topics`` as one extra "file". Nothing is downloaded; the content
 differs across Python versions, so :func:`corpus_info` records ``sys.version`` and a SHA-256 of the corpus.
-Files are split 90 / 5 / 5 % into train / calibration / test by a seeded permutation of the files
-(:func:`split_by_file`), so no file contributes to two splits. Each split is one byte stream; windows of
+Files are split about 90 / 5 / 5 % of the bytes into train / calibration / test by a seeded permutation of the
+files (:func:`split_by_file`; the test split also holds enough of each probe byte), so no file contributes to two
+splits. Each split is one byte stream; windows of
 ``seq_len + 1`` bytes are cut from it (inputs and next-byte targets).
 """
 from __future__ import annotations
@@ -44,16 +45,40 @@ def corpus_info(files=None) -> dict:
             "python": sys.version.split()[0]}
 
 
-def split_by_file(files, seed: int = 0, fractions=(0.90, 0.05, 0.05)) -> dict[str, np.ndarray]:
-    """Train / calib / test byte streams (uint8) from a seeded permutation of the files (whole files per split)."""
+def split_by_file(files, seed: int = 0, fractions=(0.90, 0.05, 0.05), min_probe: int = 0
+                  ) -> dict[str, np.ndarray]:
+    """Train / calib / test byte streams (uint8) of whole files, from a seeded permutation of the files.
+
+    Walking the permutation, the test split takes files until it holds at least ``fractions[2]`` of the corpus bytes
+    *and* at least ``min_probe`` occurrences of each probe byte (``)`` ``]`` ``'`` ``"``); the calibration split then
+    takes files until it holds ``fractions[1]`` of the bytes; the rest is train. (Until issue 47 the split counted
+    files, 5 % of 169 files; their sizes differ 1,000-fold, so a seed's test split held 85-860 kB and as few as 170
+    ``]``, and the probe of control K3 came out with half its 1,600 items.)"""
     files = list(files)
     perm = np.random.default_rng(seed).permutation(len(files))
-    n = len(files)
-    n_train = int(round(fractions[0] * n))
-    n_cal = int(round(fractions[1] * n))
-    parts = {"train": perm[:n_train], "calib": perm[n_train:n_train + n_cal], "test": perm[n_train + n_cal:]}
+    total = sum(len(d) for _, d in files)
+    probe = [c for pair in PROBE_PAIRS for c in pair]
+    parts: dict[str, list[int]] = {"test": [], "calib": [], "train": []}
+    size, counts = 0, np.zeros(len(probe), dtype=np.int64)
+    it = iter(perm)
+    for i in it:                                   # test: bytes and probe counts
+        parts["test"].append(int(i))
+        size += len(files[i][1])
+        counts += [files[i][1].count(bytes([c])) for c in probe]
+        if size >= fractions[2] * total and counts.min() >= min_probe:
+            break
+    size = 0
+    for i in it:                                   # calibration: bytes
+        parts["calib"].append(int(i))
+        size += len(files[i][1])
+        if size >= fractions[1] * total:
+            break
+    parts["train"] = [int(i) for i in it]
+    if not all(parts.values()):
+        raise ValueError(f"split_by_file: {len(files)} files cannot fill train, calib and test "
+                         f"(fractions={fractions}, min_probe={min_probe})")
     return {k: np.frombuffer(b"\n".join(files[i][1] for i in sorted(idx)), dtype=np.uint8).copy()
-            for k, idx in parts.items()}
+            for k, idx in (("train", parts["train"]), ("calib", parts["calib"]), ("test", parts["test"]))}
 
 
 def batches(data: np.ndarray, seq_len: int, bs: int, rng: np.random.Generator) -> torch.Tensor:

@@ -64,26 +64,29 @@ def train_base(model: LlamaLM, cfg, train_data: np.ndarray) -> dict:
     return hist
 
 
-def base_key(cfg, corpus_sha: str) -> str:
+def base_key(cfg, corpus_sha: str, train_sha: str = "") -> str:
+    """The cache key of the dense model: training fields, resolved seeds, corpus hash, the hash of the train split's
+    bytes (``train_sha``; so a change of the split rule retrains), the model and training code, torch's version."""
     h = hashlib.sha256()
     # the dense model's seed and the split's are the resolved ones (``base_seed``/``split_seed``, else the master seed)
     fields = {f: getattr(cfg, f) for f in TRAIN_FIELDS} | {"split_seed": cfg.data_split_seed}
     h.update(repr({**fields, "seed": cfg.dense_seed}).encode())
     h.update(corpus_sha.encode())
+    h.update(train_sha.encode())
     h.update(inspect.getsource(_model_mod).encode())
     h.update(inspect.getsource(train_base).encode())
     h.update(torch.__version__.encode())
     return h.hexdigest()[:16]
 
 
-def base_path(cfg, corpus_sha: str) -> Path:
-    return cache_dir(cfg.slug) / f"base-{base_key(cfg, corpus_sha)}.pt"
+def base_path(cfg, corpus_sha: str, train_sha: str = "") -> Path:
+    return cache_dir(cfg.slug) / f"base-{base_key(cfg, corpus_sha, train_sha)}.pt"
 
 
 def load_or_train_base(cfg, train_data: np.ndarray, corpus_sha: str) -> tuple[LlamaLM, dict]:
     """The dense model of ``cfg``: from the cache when ``cfg.use_cached_base`` and present, else trained (and, with
     ``use_cached_base``, saved atomically). ``info["source"]`` says which."""
-    path = base_path(cfg, corpus_sha)
+    path = base_path(cfg, corpus_sha, hashlib.sha256(np.ascontiguousarray(train_data).tobytes()).hexdigest())
     torch.manual_seed(cfg.dense_seed)
     model = build_model(cfg)
     if cfg.use_cached_base and path.exists():
