@@ -529,3 +529,16 @@ def test_k4_negative_twin_bias_off(study):
 # Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
 # chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
 NEGATIVE_TWINS_PENDING = ()
+
+
+def test_c1b_interval_resamples_the_green_list_keys():
+    """Five keys whose losses spread 0-6 points: over the keys the interval straddles 3 points (inconclusive), while
+    the problems of the single 6-point key alone would call it a hold."""
+    g = np.random.default_rng(3)
+    a = (g.random(1500) < 0.9).astype(float)
+    rows = [a * (g.random(1500) >= q) for q in (0.0, 0.015, 0.03, 0.045, 0.067)]
+    one = verdicts.c1b(rows[-1], a)
+    many = verdicts.c1b(np.array(rows), a, seed=0)
+    assert one["holds"] is True
+    assert many["holds"] is None and many["numbers"]["keys"] == 5
+    assert many["numbers"]["CI hi"] - many["numbers"]["CI lo"] > one["numbers"]["CI hi"] - one["numbers"]["CI lo"]

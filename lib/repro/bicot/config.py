@@ -12,7 +12,7 @@ from repro.common import BaseConfig, knob
 
 SMOKE = dict(modulus=5, depth_range=(1, 2), d_model=32, n_layers=1, base_steps=40, base2_steps=20,
              use_cached_base=False, wm_steps=10, top_k=6, n_verify=8, n_query_sets=2, n_null_keys=20,
-             ft_attack_steps=5, quant_bits=(8,), trunc_k=5, n_acc=64, n_wrong_keys=20, whiten_steps=3,
+             ft_attack_steps=5, quant_bits=(8,), trunc_k=5, n_acc=64, n_kgw_keys=2, n_wrong_keys=20, whiten_steps=3,
              whiten_lams=(3.0,), trigger_steps=5, n_bias_draws=2, dose_noise=(0.1,), dose_prune=(0.6,), n_white_box=16)
 
 
@@ -34,7 +34,8 @@ class Config(BaseConfig):
     base2_steps: int = knob(600, ge=1, le=20_000, doc="steps of M0' (independently trained negative)")
     use_cached_base: bool = knob(True, doc="reuse M0 / M0' from data/cache/bicot/ when their spec matches")
     # watermark
-    wm_steps: int = knob(150, ge=1, le=5000, doc="cap on BiCoT's watermark fine-tune (stops at mean R >= 0.9)")
+    wm_steps: int = knob(400, ge=1, le=5000, doc="cap on BiCoT's watermark fine-tune (stops at mean R >= 0.9); the "
+                                                "earlier cap of 150 stopped every seed before the rule did (issue 43)")
     key_rank: int = knob(2, ge=1, le=8, doc="r: rank of the secret subspace B")
     top_k: int = knob(10, ge=4, le=19, doc="k: top-k log-probs the API returns")
     lam_ctrl: float = knob(1.0, ge=0, le=100, doc="λ_c of the control-token regulariser")
@@ -47,9 +48,12 @@ class Config(BaseConfig):
     n_wrong_keys: int = knob(200, ge=8, le=5000, doc="wrong keys scored on BiCoT (negatives; disjoint from the null)")
     n_white_box: int = knob(256, ge=8, le=4096, doc="fresh prompts of K1's white-box anchor energy check")
     # accuracy
+    n_kgw_keys: int = knob(5, ge=1, le=32, doc="green-list keys of KGW at δ = 2 (C1b); its loss is averaged over "
+                                                "keys and problems, and its CI resamples both")
     n_acc: int = knob(1500, ge=16, le=20_000, doc="shared problems of the accuracy comparisons (C1, K2)")
     # attacks
-    ft_attack_steps: int = knob(200, ge=1, le=5000, doc="fine-tuning attack steps (lr 1e-3, clean CoT data)")
+    ft_attack_steps: int = knob(400, ge=1, le=5000, doc="fine-tuning attack steps (lr 1e-3, clean CoT data); the card's "
+                                                          "200 moved the weights less than the converged watermark (K3)")
     quant_bits: tuple[int, ...] = knob((8, 4), ge=2, le=16, min_len=1, doc="weight quantisation bit widths")
     trunc_k: int = knob(6, ge=3, le=19, doc="top-k truncation of the output attack")
     bias_sigma: float = knob(4.0, gt=0, le=20, doc="std σ of the fixed per-token bias at which C4 and K4 are decided "

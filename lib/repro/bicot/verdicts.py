@@ -35,6 +35,7 @@ import numpy as np
 from scipy import stats
 
 from repro.common import compare_paired, decide_threshold, threshold_from_ci
+from repro.common.stats import bootstrap_two_level
 
 THRESHOLDS = {
     "K1_R": 0.8, "K1_z_clean": 2.0, "K1_z_wm": 4.0,
@@ -63,7 +64,7 @@ CLAIMS = {
     "C2b": "Hidden-state signature (the card's pilot, Idea): a signature imposed on the hidden state alone "
            "(signature=\"hidden\", same key, same steps) is invisible to the verifier: its z < 2 on the query sets "
            "(mean over the sets, 95 % CI below 2).",
-    "C3a": "Model-level robustness: after fine-tuning on clean CoT data (200 steps, lr 1e-3), int8 and int4 "
+    "C3a": "Model-level robustness: after fine-tuning on clean CoT data (400 steps, lr 1e-3; the card's 200 are reported), int8 and int4 "
            "quantisation, 2 % Gaussian weight noise and 30 % magnitude pruning of BiCoT, AUC >= 0.9 against the C2 "
            "negatives, for every attack.",
     "C3b": "Trigger baseline: the trigger-fingerprint's verification rate falls below 50 % after the same fine-tuning.",
@@ -293,15 +294,29 @@ def c1a(acc_bicot, acc_m0c, acc_bicot_ood, acc_m0c_ood) -> dict:
                 reason="; ".join(parts) + f" against the margin −{100 * m:.0f} points")
 
 
-def c1b(acc_kgw, acc_m0, extra: dict | None = None) -> dict:
-    c = compare_paired(acc_m0, acc_kgw)              # M0 − KGW: the loss
-    t = threshold_from_ci(c.mean_diff, c.ci_lo, c.ci_hi, T["C1b_loss"], ">=", c.n)
-    reason = (f"KGW (δ = 2) loses {100 * c.mean_diff:.2f} points [{100 * c.ci_lo:.2f}, {100 * c.ci_hi:.2f}] against "
-              f"the bar of 3 points ({t.word})")
-    return dict(**t.ledger_kwargs(), threshold="paired 95 % CI of the loss above 3 points",
-                numbers={"acc M0": float(np.mean(acc_m0)), "acc KGW δ=2": float(np.mean(acc_kgw)),
-                         "loss (points)": 100 * c.mean_diff, "CI lo": 100 * c.ci_lo, "CI hi": 100 * c.ci_hi,
-                         **(extra or {})}, reason=reason)
+def c1b(acc_kgw, acc_m0, extra: dict | None = None, seed: int = 0) -> dict:
+    """``acc_kgw``: (keys × problems) 0/1 correctness of KGW (δ = 2) on M0, one row per green-list key (a 1-d array is
+    one key); ``acc_m0``: M0's on the same problems. The loss M0 − KGW is averaged over keys and problems; its 95 %
+    interval resamples both (:func:`repro.common.stats.bootstrap_two_level`): the green list is a random draw of the
+    baseline, and a CI over the problems of one key missed it (seeds 0-2 gave losses of 4.3, 3.3 and 1.5 points with
+    intervals that excluded each other, issue 43)."""
+    K = np.atleast_2d(np.asarray(acc_kgw, float))
+    m0 = np.asarray(acc_m0, float)
+    loss = m0[None, :] - K                                  # keys × problems
+    est = float(loss.mean())
+    if K.shape[0] >= 2:
+        lo, hi = bootstrap_two_level(loss, n_boot=2000, rng=seed)
+    else:
+        c = compare_paired(m0, K[0])
+        lo, hi = c.ci_lo, c.ci_hi
+    t = threshold_from_ci(est, lo, hi, T["C1b_loss"], ">=", loss.size)
+    per_key = loss.mean(1)
+    reason = (f"KGW (δ = 2) loses {100 * est:.2f} points [{100 * lo:.2f}, {100 * hi:.2f}] over {K.shape[0]} green-list "
+              f"keys (per key {', '.join(f'{100 * v:.1f}' for v in per_key)}) against the bar of 3 points ({t.word})")
+    return dict(**t.ledger_kwargs(), threshold="95 % CI (over keys and problems) of the loss above 3 points",
+                numbers={"acc M0": float(m0.mean()), "acc KGW δ=2": float(K.mean()),
+                         "loss (points)": 100 * est, "CI lo": 100 * lo, "CI hi": 100 * hi, "keys": int(K.shape[0]),
+                         "loss per key (points)": [float(100 * v) for v in per_key], **(extra or {})}, reason=reason)
 
 
 def _roc_tests(roc: dict, auc_bar: float, tpr_bar: float | None = None) -> list:
