@@ -21,7 +21,7 @@ from .ordering import (HAVE_KERNEL, centroid_distances, curriculum_order, domain
                        two_opt_reference)
 from .tasks import (DOMAINS, MAX_LEN, TEMPLATES, VOCAB_SIZE, encode, format_sample, make_dataset, make_sample,
                     solve_brackets, solve_chain)
-from .train import batches_of, domain_grad_cosines, load_or_train_base, lr_at, train_it
+from .train import batches_of, domain_grad_cosines, load_or_train_base, lr_at, steps_per_epoch, train_it
 from .verdicts import CLAIMS, CONTROLS, THRESHOLDS, unigram_entropy
 
 __all__ = [
@@ -34,6 +34,6 @@ __all__ = [
     "HAVE_KERNEL", "centroid_distances", "path_length", "greedy_path", "two_opt", "two_opt_reference",
     "proximity_path", "random_path_lengths", "ep_keys", "ep_order", "random_order", "curriculum_order",
     "domain_blocked_order",
-    "train_it", "lr_at", "batches_of", "domain_grad_cosines", "load_or_train_base",
+    "train_it", "lr_at", "batches_of", "steps_per_epoch", "domain_grad_cosines", "load_or_train_base",
     "Experiment", "SeedSetup", "forgetting_window", "forgetting", "run_experiment", "prepare_seed", "run_method", "k_sweep", "minilm_purity",
 ]

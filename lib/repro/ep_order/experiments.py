@@ -19,7 +19,7 @@ from .model import CharGPT, MiniLM, embed_samples, evaluate, per_sample_loss
 from .ordering import (curriculum_order, domain_blocked_order, ep_order, path_length, proximity_path,
                        random_order, random_path_lengths)
 from .tasks import DOMAINS, make_dataset
-from .train import batches_of, clone, domain_grad_cosines, load_or_train_base, train_it
+from .train import batches_of, clone, domain_grad_cosines, load_or_train_base, steps_per_epoch, train_it
 
 #: every ordering, main arms first
 METHODS = ("random", "ep_order", "no_mix", "random_cluster_order", "curriculum", "domain_blocked")
@@ -190,7 +190,7 @@ def forgetting(loss_at, window: dict) -> float:
 def _forgetting_plan(orders, path, setup: SeedSetup, cfg) -> dict:
     """:func:`forgetting_window` of a clustered run, searched in its last epoch."""
     cdom = {c: dominant_domain(setup.labels, setup.domains, c) for c in range(len(setup.centroids))}
-    per_epoch = len(setup.train) // cfg.batch_size
+    per_epoch = steps_per_epoch(len(setup.train), cfg.batch_size)
     return forgetting_window(batches_of(orders, cfg.batch_size), setup.labels, path, cdom,
                              first_batch=(cfg.epochs - 1) * per_epoch)
 
@@ -200,7 +200,7 @@ def run_method(method: str, base: CharGPT, setup: SeedSetup, cfg, i: int) -> dic
     orders, path = epoch_orders(method, setup, cfg, i)
     model = clone(setup.warm if cfg.init_from_warmup else base)
     plan, probe, probe_steps = None, None, []
-    total = cfg.epochs * (len(setup.train) // cfg.batch_size)
+    total = cfg.epochs * steps_per_epoch(len(setup.train), cfg.batch_size)
     if path is not None:
         plan = _forgetting_plan(orders, path, setup, cfg)
         dom_eval = [x for x in setup.eval if x["domain"] == DOMAINS[plan["domain"]]]

@@ -46,12 +46,20 @@ def _cos(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(a @ b / (a.norm() * b.norm()).clamp_min(1e-20))
 
 
+def steps_per_epoch(n: int, batch_size: int) -> int:
+    """Updates in one epoch of ``n`` samples: ⌈n / batch_size⌉ (the last batch may be partial)."""
+    return -(-int(n) // int(batch_size))
+
+
 def batches_of(orders: Sequence[np.ndarray], batch_size: int) -> list[np.ndarray]:
-    """The index batches of consecutive epochs: chunks of each epoch's order, last partial chunk dropped."""
+    """The index batches of consecutive epochs: chunks of each epoch's order, the last one partial when
+    ``batch_size`` does not divide it. (Until issue 46 the partial chunk was dropped: with 7 × 500 samples in batches
+    of 32, the 12 samples at the end of every epoch, the last cluster's on a proximity path, were never trained.)"""
     out = []
     for order in orders:
-        for k in range(len(order) // batch_size):
-            out.append(np.asarray(order[k * batch_size:(k + 1) * batch_size]))
+        order = np.asarray(order)
+        for k in range(steps_per_epoch(len(order), batch_size)):
+            out.append(order[k * batch_size:(k + 1) * batch_size])
     return out
 
 
