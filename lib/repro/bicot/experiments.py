@@ -76,26 +76,24 @@ def train_bases(st: Study, progress=None) -> None:
 
 
 def choose_key(st: Study) -> list[float]:
-    """The owner's key, vetted on its own base: candidates drawn from the secret seed in order, the first one under
-    which M0's z on the owner's vetting prompts (disjoint from every query set) is below 0 is kept (the lowest if
-    none is). A random key is one more draw from the null for any model, so M0's family (M0c, attacked copies)
-    would otherwise sit wherever that draw put it; vetting sets it at or below the null's centre. Independent
-    models (M0') are unaffected: they never see B. Returns M0's z for each candidate tried."""
+    """The owner's key, vetted on its own base: every one of the ``KEY_CANDIDATES`` keys drawn from the secret seed
+    is scored on M0's vetting prompts (disjoint from every query set), and the one under which M0's z is lowest is
+    kept. A random key is one more draw from the null for any model, so M0's family (M0c, attacked copies) would
+    otherwise sit wherever that draw put it. Until issue 43's sweep the first key with z < 0 was kept; at seed 4
+    that was z = −0.45, and M0c (M0 fine-tuned 223 steps without the signature) then reached z = 2.16 on one of
+    eight query sets, failing K1's "clean on every set". Independent models (M0') are unaffected: they never see B.
+    Returns M0's z for each candidate (NaN where no anchor could be scored: smoke sizes)."""
     c = st.cfg
     rec = api.query(st.models["M0"], st.vetting, st.tok, c.top_k, st.max_new)
     tried = []
     for seed in st.candidates:
         B = wm.make_key(seed, c.d_model, c.key_rank)
         tried.append(V.verify(rec, None, st.tok, st.W_U, B, st.null_keys, use_registration=False)["z"])
-        if tried[-1] < 0:
-            break
-    if tried[-1] < 0:
-        best = len(tried) - 1
-    else:                                    # none below 0 (or no anchors to score: smoke): the lowest, else the first
-        best = int(np.nanargmin(tried)) if np.isfinite(tried).any() else 0
+    best = int(np.nanargmin(tried)) if np.isfinite(tried).any() else 0
     st.info["secret"] = st.candidates[best]
     st.B = wm.make_key(st.info["secret"], c.d_model, c.key_rank)
     st.info["key_vetting"] = tried
+    st.info["key_chosen"] = best
     return tried
 
 
