@@ -242,7 +242,8 @@ def study():
 
 
 def test_end_to_end_tiny_watermark_ranks_above_null(study):
-    """The study fixture (below): a 150-step base at smoke sizes, BiCoT embedded for 80 steps (40 left the K4 twin's positive half inside its noise once the key vetting kept the lowest-z key)."""
+    """The study fixture (below): a 150-step base at smoke sizes, BiCoT embedded for 80 steps (40 left the K4
+    twin's positive half inside its noise once the key vetting kept the lowest-z key)."""
     ex, st = study
     out = ex.verify_model(st, "BiCoT")
     clean = ex.verify_model(st, "M0")
