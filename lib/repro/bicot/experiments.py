@@ -222,7 +222,7 @@ def model_attacks(st: Study) -> dict:
     dr = tuple(c.depth_range)
     bic, M0 = st.models["BiCoT"], st.models["M0"]
     s = 2000 + c.seed
-    ck = tuple(x for x in (50, 100, 200) if x < c.ft_attack_steps)   # 200: the card's attack
+    ck = tuple(x for x in (50, 100, 200, 400) if x < c.ft_attack_steps)   # 200: the card's attack
     ft = attacks.finetune_attack(bic, st.tok, c.modulus, dr, c.ft_attack_steps, 1e-3, s, checkpoints=(0, *ck))
     st.ft_curve = sorted(ft)
     for k, m in ft.items():
