@@ -52,9 +52,11 @@ class Config(BaseConfig):
                                                 "keys and problems, and its CI resamples both")
     n_acc: int = knob(1500, ge=16, le=20_000, doc="shared problems of the accuracy comparisons (C1, K2)")
     # attacks
-    ft_attack_steps: int = knob(800, ge=1, le=5000, doc="fine-tuning attack steps (lr 1e-3, clean CoT data); the card's "
-                                                          "200, and 400, moved the weights less than the converged "
-                                                          "watermark (K3)")
+    ft_attack_steps: int = knob(200, ge=1, le=5000, doc="fine-tuning attack steps (clean CoT data, the card's 200)")
+    ft_attack_lr: float = knob(2e-3, gt=0, le=0.1, doc="Adam lr of the fine-tuning attacks; the card's 1e-3 saturates "
+                                                        "(3.2 at 200 steps, 3.4 at 400 and 800 from BiCoT at seed 0) "
+                                                        "short of the watermark's own 3.9, so K3 failed; the card's "
+                                                        "setting is scored beside it")
     quant_bits: tuple[int, ...] = knob((8, 4), ge=2, le=16, min_len=1, doc="weight quantisation bit widths")
     trunc_k: int = knob(6, ge=3, le=19, doc="top-k truncation of the output attack")
     bias_sigma: float = knob(4.0, gt=0, le=20, doc="std σ of the fixed per-token bias at which C4 and K4 are decided "

@@ -64,8 +64,8 @@ CLAIMS = {
     "C2b": "Hidden-state signature (the card's pilot, Idea): a signature imposed on the hidden state alone "
            "(signature=\"hidden\", same key, same steps) is invisible to the verifier: its z < 2 on the query sets "
            "(mean over the sets, 95 % CI below 2).",
-    "C3a": "Model-level robustness: after fine-tuning on clean CoT data (800 steps, lr 1e-3; the card's 200 are reported), int8 and int4 "
-           "quantisation, 2 % Gaussian weight noise and 30 % magnitude pruning of BiCoT, AUC >= 0.9 against the C2 "
+    "C3a": "Model-level robustness: after fine-tuning on clean CoT data (200 steps, lr 2e-3; the card's lr 1e-3 is "
+           "reported beside it), int8 and int4 quantisation, 2 % Gaussian weight noise and 30 % magnitude pruning of BiCoT, AUC >= 0.9 against the C2 "
            "negatives, for every attack.",
     "C3b": "Trigger baseline: the trigger-fingerprint's verification rate falls below 50 % after the same fine-tuning.",
     "C4": "RSR matters: under a fixed per-token bias δ_v ~ N(0, σ²) on the reported log-probs, decided at σ = 4 "
