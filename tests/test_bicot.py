@@ -318,8 +318,8 @@ def test_intervals():
     assert r["AUC ci95"][0] <= r["AUC"] <= r["AUC ci95"][1] and r["AUC"] > 0.9
     sep = bicot.metrics.roc_ci([5, 6, 7], [0, 1, 2, 1])
     assert sep["AUC ci95"] == [1.0, 1.0] and sep["TPR ci95"] == [1.0, 1.0]
-    lo, hi = bicot.metrics.auc_gap_ci([5, 6, 7], [0, 1, 2], [0.5, 6, 1], [0, 1, 2])
-    assert lo <= 1 - bicot.auc([0.5, 6, 1], [0, 1, 2]) <= hi
+    one = bicot.metrics.auc_over_draws([([5, 6, 7], [0, 1, 2])], [([0.5, 6, 1], [0, 1, 2])])
+    assert one["ci95"][0] <= 1 - bicot.auc([0.5, 6, 1], [0, 1, 2]) == one["mean"] <= one["ci95"][1]
 
 
 def test_c1a_holds_and_fails():
@@ -352,10 +352,11 @@ def test_c2_c3_c4_c5_hold_and_fail():
     assert verdicts.c3a({"int8": _roc(pos_good, neg), "FT": _roc(pos_good, neg)})["holds"]
     assert verdicts.c3a({"int8": _roc(pos_bad, neg), "FT": _roc(pos_good, neg)})["holds"] is False
     assert verdicts.c3b(1.0, 1 / 8)["holds"] and verdicts.c3b(1.0, 7 / 8)["holds"] is False
-    gap = bicot.metrics.auc_gap_ci(pos_good, neg, pos_bad, neg)
-    assert verdicts.c4(_roc(pos_good, neg), _roc(pos_bad, neg), gap)["holds"]
-    gap0 = bicot.metrics.auc_gap_ci(pos_good, neg, pos_good, neg)
-    assert verdicts.c4(_roc(pos_good, neg), _roc(pos_good, neg), gap0)["holds"] is False
+    M = bicot.metrics
+    good = [(g.normal(9, 1, 8), neg) for _ in range(4)]
+    bad = [(g.normal(0, 1, 8), neg) for _ in range(4)]
+    assert verdicts.c4(M.auc_over_draws(good), M.auc_over_draws(good, bad))["holds"]
+    assert verdicts.c4(M.auc_over_draws(good), M.auc_over_draws(good, good))["holds"] is False
     assert verdicts.c5(_roc(pos_good, neg))["holds"] and verdicts.c5(_roc(pos_bad, neg))["holds"] is False
 
 
@@ -554,3 +555,19 @@ def test_key_vetting_keeps_the_candidate_lowest_on_the_base(study):
     assert st.info["secret"] == st.candidates[st.info["key_chosen"]]
     if np.isfinite(tried).any():
         assert tried[st.info["key_chosen"]] == np.nanmin(tried)
+
+
+def test_c4_interval_resamples_the_bias_draws():
+    """Four draws of the bias: unregistered AUC drops to chance under two and is untouched under two (gap per draw
+    0.5, 0.5, 0, 0). Each draw's own items give tight intervals on either side of 0.1; over the draws the mean gap
+    0.25 has an interval that reaches below 0.1: inconclusive, where the first draw alone would have said holds."""
+    g = np.random.default_rng(1)
+    neg = g.normal(0, 1, 200)
+    M = bicot.metrics
+    rsr = [(g.normal(9, 1, 16), neg) for _ in range(4)]
+    noreg = [(g.normal(0, 1, 16), neg), (g.normal(0, 1, 16), neg), rsr[2], rsr[3]]
+    one = verdicts.c4(M.auc_over_draws(rsr[:1]), M.auc_over_draws(rsr[:1], noreg[:1]))
+    many = verdicts.c4(M.auc_over_draws(rsr), M.auc_over_draws(rsr, noreg))
+    assert one["holds"] is True
+    assert many["holds"] is None and many["numbers"]["bias draws"] == 4
+    assert many["numbers"]["gap per draw"][2] == 0

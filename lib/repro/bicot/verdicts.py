@@ -396,20 +396,22 @@ def c3b(rate_before: float, rate_after: float, n_triggers: int = 8) -> dict:
                 reason=reason)
 
 
-def c4(roc_rsr: dict, roc_noreg: dict, gap_ci: tuple[float, float], sigma: float = K4_SIGMA,
-       extra: dict | None = None) -> dict:
-    """Decided at ``sigma``: AUC with registration (bootstrap CI) and the paired gap AUC(RSR) − AUC(no RSR)
-    (both ROC summaries resampled with the same indices; ``gap_ci`` from :func:`repro.bicot.metrics.auc_gap_ci`)."""
-    ta = _roc_tests(roc_rsr, T["C4_auc"])[0]
-    gap = roc_rsr["AUC"] - roc_noreg["AUC"]
-    tg = threshold_from_ci(gap, *gap_ci, T["C4_gap"], ">=", roc_rsr["n"])
-    reason = (f"under the token bias σ = {sigma:g} AUC is {roc_rsr['AUC']:.3f} {_ci(ta)} with registration ({ta.word} "
-              f"against {T['C4_auc']}) and {roc_noreg['AUC']:.3f} without: gap {gap:+.3f} {_ci(tg)} ({tg.word} against "
-              f"{T['C4_gap']})")
-    return dict(**_combine([ta, tg]), threshold=f"at σ = {sigma:g}: AUC(RSR) >= 0.95 and AUC(RSR) − AUC(no RSR) >= 0.1 "
-                                                "(95 % bootstrap CIs clear)",
-                numbers={"σ": sigma, "AUC RSR": roc_rsr["AUC"], "AUC RSR ci95": roc_rsr["AUC ci95"],
-                         "AUC no RSR": roc_noreg["AUC"], "gap": gap, "gap ci95": list(gap_ci), **(extra or {})},
+def c4(auc_rsr: dict, gap: dict, sigma: float = K4_SIGMA, extra: dict | None = None) -> dict:
+    """Decided at ``sigma`` over the draws of the token bias (issue 43: one draw is one sample of the attack):
+    ``auc_rsr`` and ``gap`` are :func:`repro.bicot.metrics.auc_over_draws` summaries of AUC with registration and of
+    the paired gap AUC(RSR) − AUC(no RSR), their intervals resampling the draws and each draw's ROC items."""
+    ta = threshold_from_ci(auc_rsr["mean"], *auc_rsr["ci95"], T["C4_auc"], ">=", len(auc_rsr["per draw"]))
+    tg = threshold_from_ci(gap["mean"], *gap["ci95"], T["C4_gap"], ">=", len(gap["per draw"]))
+    n = len(gap["per draw"])
+    reason = (f"under the token bias σ = {sigma:g}, over {n} draws of it, AUC is {auc_rsr['mean']:.3f} {_ci(ta)} with "
+              f"registration ({ta.word} against {T['C4_auc']}) and the gap AUC(RSR) − AUC(no RSR) is "
+              f"{gap['mean']:+.3f} {_ci(tg)} ({tg.word} against {T['C4_gap']}; per draw "
+              f"{', '.join(f'{v:+.2f}' for v in gap['per draw'])})")
+    return dict(**_combine([ta, tg]), threshold=f"at σ = {sigma:g}, means over the bias draws: AUC(RSR) >= 0.95 and "
+                                                "AUC(RSR) − AUC(no RSR) >= 0.1 (95 % CIs over draws and items clear)",
+                numbers={"σ": sigma, "bias draws": n, "AUC RSR": auc_rsr["mean"], "AUC RSR ci95": auc_rsr["ci95"],
+                         "AUC no RSR": auc_rsr["mean"] - gap["mean"], "gap": gap["mean"], "gap ci95": gap["ci95"],
+                         "gap per draw": [round(v, 4) for v in gap["per draw"]], **(extra or {})},
                 reason=reason)
 
 
