@@ -91,5 +91,6 @@ def loss_weights(ax_w: plt.Axes, ax_s: plt.Axes, exp: Experiment) -> None:
     s_hist = np.array(exp.histories[("emformer", 0)].s)
     for c, name in enumerate(("h", "u", "v", "T")):
         ax_s.plot(t, s_hist[:, c], label=f"s_{name}")
-    ax_s.set(xlabel="pretraining step", ylabel="learned log-variance s_c", title="Learned log-variances s_c (weight exp(−s_c)), seed 0")
+    ax_s.set(xlabel="pretraining step", ylabel="learned log-variance s_c",
+             title="Learned log-variances s_c (weight exp(−s_c)), seed 0")
     ax_s.legend(fontsize=8)
