@@ -298,11 +298,16 @@ def test_k4b_sd_is_that_of_the_per_step_paired_differences():
     noise = stats.norm.ppf((np.arange(100) + 0.5) / 100)     # exact quantiles: robust sd of the differences = 1 ms
     np.random.default_rng(1).shuffle(noise)
     for z, ok in ((3.1, True), (2.9, False), (-3.1, True)):  # either direction: the rule is |median| >= 3 sd
-        d = verdicts.k4b(j, j + 1e-3 * (z + noise), in_run=(j, j + 0.004 * noise + 1e-3 * z))
+        d = verdicts.k4b(j, j + 1e-3 * (z + noise), in_run=(j, j + 0.25e-3 * noise + 1e-3 * z))
         assert _ok(d) is ok, z
         assert d["numbers"]["difference / sd"] == f"{abs(z):.1f} ×"
         assert d["numbers"]["sd of paired differences"] == "1.00 ms"
-        assert d["numbers"]["in-run difference / sd"] == f"{abs(z) / 4:.1f} ×"   # reported, not deciding
+        assert d["numbers"]["in-run difference / sd"] == f"{4 * abs(z):.1f} ×"
+    # the ReFL runs' own step times (what C5 adds up) must clear the bar too: resolved back to back, not in the runs
+    d = verdicts.k4b(j, j + 1e-3 * (3.5 + noise), in_run=(j, j + 4e-3 * noise + 3.5e-3))
+    assert not _ok(d) and d["numbers"]["in-run difference / sd"] == "0.9 ×" and "C5 adds up" in d["reason"]
+    # ... and with the same sign
+    assert not _ok(verdicts.k4b(j, j + 1e-3 * (3.5 + noise), in_run=(j, j + 0.25e-3 * noise - 3.5e-3)))
     # the raw step times' sd (the designed j variation, 8 ms) would hide a 3 ms difference; the paired sd does not
     assert np.std(j) > 0.005 and _ok(verdicts.k4b(j, j + 3e-3 + 0.5e-3 * noise))
 
@@ -576,3 +581,14 @@ def test_k4b_fails_when_both_refl_runs_use_the_same_reward(tiny):
 # Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this
 # chapter's code on a blinded apparatus and sees the control fail); issue 41. The contract test keeps this exact.
 NEGATIVE_TWINS_PENDING = ()
+
+
+def test_variance_buys_calibration_reports_both_directions():
+    rng = np.random.default_rng(3)
+    base = 0.20 + 0.002 * rng.normal(size=5)
+    nums, text = verdicts.variance_buys_calibration(base + 0.001, base, [0.02] * 5, [0.019, 0.018, 0.02, 0.019, 0.02])
+    assert "buys no calibration" in text and nums["Brier DiNa − const ci95"][0] > 0
+    nums, text = verdicts.variance_buys_calibration(base - 0.004 + 1e-4 * rng.normal(size=5), base,
+                                                    [0.01] * 5, [0.02] * 5)
+    assert "buys calibration here" in text and nums["Brier DiNa − const ci95"][1] < 0
+    assert verdicts.variance_buys_calibration([0.2], [0.2], [0.01], [0.01])[0] == {}

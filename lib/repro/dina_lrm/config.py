@@ -11,7 +11,7 @@ from typing import ClassVar, Literal
 from repro.common import BaseConfig, knob
 
 SMOKE = dict(n_seeds=2, n_align_seeds=2, ae_steps=100, gen_steps=100, oracle_steps=60, n_oracle_fit=512,
-             n_train_pairs=1000, n_test_pairs=300, n_val_pairs=200, rm_steps=60, pixel_steps=30, ensemble_K=(1, 4),
+             n_train_pairs=1000, n_test_pairs=300, n_val_pairs=200, rm_steps=60, pixel_steps=60, ensemble_K=(1, 4),
              refl_steps=6, refl_log_every=3, refl_time_steps=4, refl_time_repeats=2, run_dpo=False, dpo_steps=10,
              n_refl_eval=32, use_cache=False)
 
@@ -49,7 +49,8 @@ class Config(BaseConfig):
     var_scale: float = knob(2.0, gt=0, le=100, doc="a in var(sigma) = a sigma^2 + b (released: 2.0)")
     var_min: float = knob(0.05, gt=0, le=100, doc="b in var(sigma) = a sigma^2 + b (released: 0.05)")
     loss: Literal["fidelity", "nll"] = knob("fidelity", doc="DiNa-LRM's loss on the Thurstone probability")
-    pixel_steps: int = knob(600, ge=1, le=50_000, doc="pixel RM training steps (clean decoded images, BT loss)")
+    pixel_steps: int = knob(1000, ge=1, le=50_000, doc="pixel RM training steps (clean decoded images, BT loss, batch "
+                                                     "rm_batch pairs): the latent RMs' budget (baseline parity)")
     pixel_flops_ratio: float = knob(10.0, ge=1, le=100, doc="pixel RM path FLOPs / DiNa path FLOPs (C4)")
     # evaluation
     eval_sigma: float = knob(0.4, ge=0, le=1, doc="u: the noise level of C1 and C3 (released default 0.4)")

@@ -221,7 +221,7 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
     for name, c in (("big", exp.costs["pixel_c_big"]), ("matched", exp.costs["pixel_c_matched"])):
         torch.manual_seed(seed)
         pix[name] = train_pixel_rm(PixelRewardCNN(c), xa, xb, exp.train.y, exp.train.label, cfg.pixel_steps,
-                                   seed, batch=cfg.rm_batch // 2, lr=cfg.rm_lr).requires_grad_(False)
+                                   seed, batch=cfg.rm_batch, lr=cfg.rm_lr).requires_grad_(False)
         with torch.no_grad():
             dsp = (pix[name](ta, test.y) - pix[name](tb, test.y)).numpy()
         res.pixel_acc[name] = metrics.expected_agreement(dsp, dr, cfg.s_h)
