@@ -1,8 +1,8 @@
-"""The chapter's experiment: data, nine pretraining runs, three fine-tunings per seed, rollouts and scores,
+"""The chapter's experiment: data, twelve pretraining runs (four per seed), three fine-tunings per seed, rollouts and scores,
 memory and timing measurements. The notebook calls :func:`run_experiment` and reads the :class:`Experiment`.
 
-Pairing (DESIGN item 10): within a model seed, EMFormer (composite) and EMFormer (MSE) start from the same
-initialization, all pretraining runs draw the same batches, all fine-tunings start from the same pretrained
+Pairing (DESIGN item 10): within a model seed, EMFormer (composite), EMFormer (w ≡ 0, learned s_c) and EMFormer
+(MSE) start from the same initialization, all pretraining runs draw the same batches, all fine-tunings start from the same pretrained
 EMFormer and draw the same batches, and every model is scored on the same test initial conditions.
 """
 from __future__ import annotations
@@ -28,8 +28,9 @@ from .models import EMFormer, ViT, matched_vit_depth, n_params
 from .train import (History, continue_one_step, finetune_accumulative, finetune_bptt, pretrain, rollout,
                     sample_batch, saved_bytes)
 
-MODELS = ("emformer", "emformer_mse", "vit", "accumulative", "bptt", "continued")
-LABELS = {"emformer": "EMFormer (pretrain only)", "emformer_mse": "EMFormer, MSE loss", "vit": "ViT",
+MODELS = ("emformer", "emformer_w0", "emformer_mse", "vit", "accumulative", "bptt", "continued")
+LABELS = {"emformer": "EMFormer (pretrain only)", "emformer_w0": "EMFormer, w ≡ 0 (learned s_c)",
+          "emformer_mse": "EMFormer, MSE loss", "vit": "ViT",
           "accumulative": "EMFormer + accumulative FT", "bptt": "EMFormer + BPTT FT",
           "continued": "EMFormer + continued 1-step", "damped": "EMFormer pretrain, damped",
           "persistence": "persistence", "climatology": "climatology", "twin": "perfect-model twin",
@@ -82,9 +83,10 @@ def pretrain_key(cfg: Config, kind: str, mseed: int) -> str:
 
 def load_or_pretrain(cfg: Config, kind: str, mseed: int, ds: D.Dataset) -> tuple[torch.nn.Module, CompositeLoss,
                                                                                    History, str]:
-    """Pretrain ``kind`` ("emformer" with ``loss`` in its name, or "vit"), or load it from the cache."""
+    """Pretrain ``kind`` (the EMFormer variants "emformer", "emformer_w0", "emformer_mse", the ablations, or
+    "vit"), or load it from the cache."""
     w_lat = M.lat_weights(ds.lat)
-    mode = {"emformer": "learned" if cfg.loss == "composite" else cfg.loss, "emformer_mse": "mse",
+    mode = {"emformer": "learned" if cfg.loss == "composite" else cfg.loss, "emformer_mse": "mse", "emformer_w0": "w0",
             "vit": "learned" if cfg.loss == "composite" else cfg.loss, "noconv": "learned", "fixed": "fixed",
             "scheduled": "scheduled"}[kind]
     model = build_vit(cfg, mseed) if kind == "vit" else build_emformer(cfg, mseed, conv=(kind != "noconv"))
@@ -236,6 +238,7 @@ class Experiment:
     memory: dict = field(default_factory=dict)          # kind -> {K: bytes}
     sources: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
+    ft_seconds: dict = field(default_factory=dict)      # fine-tuning kind -> per seed wall seconds (C4b's compute)
     thr: float = 0.0
 
     def metric(self, model: str, key: str, lead: int | None = None) -> np.ndarray:
@@ -270,12 +273,13 @@ def run_experiment(cfg: Config, progress=print) -> Experiment:
     for m in (*MODELS, "damped"):
         exp.scores[m] = []
     exp.val_rmse = {m: [] for m in ("emformer", "accumulative", "bptt", "continued")}
+    exp.ft_seconds = {m: [] for m in ("accumulative", "bptt", "continued")}
     tp = tf = tr = 0.0
     for s in range(cfg.n_seeds):
         ms = model_seed(cfg, s)
         models = {}
         t = time.perf_counter()
-        for kind in ("emformer", "emformer_mse", "vit"):
+        for kind in ("emformer", "emformer_w0", "emformer_mse", "vit"):
             model, loss, hist, src = load_or_pretrain(cfg, kind, ms, ds)
             models[kind] = model
             exp.histories[(kind, s)] = hist
@@ -287,6 +291,7 @@ def run_experiment(cfg: Config, progress=print) -> Experiment:
         ft_loss = copy.deepcopy(base_loss).requires_grad_(False)
         K, it = cfg.rollout_K, cfg.finetune_iters
         for kind in ("accumulative", "bptt", "continued"):
+            tk = time.perf_counter()
             m = copy.deepcopy(models["emformer"])
             lr, fl = cfg.lr_finetune, cfg.lr_finetune_floor
             fn = {"accumulative": lambda: finetune_accumulative(m, ft_loss, ds.train, K, it, cfg.batch, lr, ms + 7,
@@ -295,6 +300,7 @@ def run_experiment(cfg: Config, progress=print) -> Experiment:
                   "continued": lambda: continue_one_step(m, ft_loss, ds.train, it * K, cfg.batch, lr, ms + 7,
                                                          floor=fl)}[kind]
             exp.histories[(kind, s)] = fn()
+            exp.ft_seconds[kind].append(time.perf_counter() - tk)
             models[kind] = m
         tf += time.perf_counter() - t
         t = time.perf_counter()

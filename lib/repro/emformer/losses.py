@@ -7,7 +7,8 @@
 
 θ is learnable, initialised at −1.5708 (w ≈ 0). ``dL/dθ = ½ cos θ (L_rmse − L_gen)`` vanishes at −π/2 (card,
 Pitfalls), so w barely moves; ``mode="scheduled"`` replaces it by w_t = (sin(π t/T − π/2) + 1)/2, ``"fixed"`` by
-w = 0.5, ``"mse"`` is the plain MSE baseline.
+w = 0.5, ``"w0"`` fixes w ≡ 0 but keeps the learned s_c (L = L_gen: the ablation that isolates the sinusoidal
+weight, claim C5), ``"mse"`` is the plain MSE baseline.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-MODES = ("learned", "scheduled", "fixed", "mse")
+MODES = ("learned", "scheduled", "fixed", "w0", "mse")
 
 
 class CompositeLoss(nn.Module):
@@ -43,7 +44,7 @@ class CompositeLoss(nn.Module):
             return torch.tensor((math.sin(math.pi * self.progress - math.pi / 2) + 1) / 2)
         if self.mode == "fixed":
             return torch.tensor(0.5)
-        return torch.tensor(0.0)
+        return torch.tensor(0.0)                     # "w0" and "mse"
 
     def parts(self, pred: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(L_gen, L_rmse)."""
