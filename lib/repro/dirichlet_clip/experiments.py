@@ -25,7 +25,7 @@ from .attacks import pgd_ce, pgd_ce_restarts
 from .config import METHOD_NAMES, Config
 from .data import AFT_CLASSES, Splits, Task, TextBank, load_digit_splits, zero_shot_suite
 from .losses import dirichlet_alpha, dirichlet_kl, ucat_lambda
-from .metrics import TaskEval, evaluate_task, summarize
+from .metrics import TaskEval, entropy, evaluate_task, summarize
 from .model import PretrainResult, ToyCLIP, frozen_copy, pretrain_clip
 from .train import FinetuneLog, adversarial_finetune
 
@@ -254,13 +254,17 @@ def collapse_table(runs: list[SeedRun], methods) -> pd.DataFrame:
 
 
 def pretrain_summary(setup: Setup) -> pd.DataFrame:
-    """Zero-shot accuracy and cosine statistics of the pre-trained toy CLIP on the clean suite."""
+    """Zero-shot accuracy, confidence, normalised entropy and cosine statistics of the pre-trained toy CLIP on the
+    clean suite."""
     rows = {}
     with torch.no_grad():
         for name, task in setup.suite.items():
             cos = setup.clip.cos(task.images, setup.G[name])
+            p = torch.softmax(setup.clip.scale * cos.double(), -1)
             rows[name] = {"task": task.description, "classes": task.n_classes, "images": len(task.labels),
                           "zero-shot acc": float((cos.argmax(1) == task.labels).float().mean()),
+                          "mean confidence": float(p.max(1).values.mean()),
+                          "mean H/log C": float(entropy(p).mean()),
                           "mean top cos": float(cos.max(1).values.mean()), "mean cos": float(cos.mean())}
     return pd.DataFrame(rows).T
 
@@ -356,6 +360,54 @@ def strength_table(runs: list[SeedRun], tau: float, methods) -> pd.DataFrame:
                    "log10 α₀ PGD": float(np.concatenate(adv).mean()),
                    "|PGD − frozen clean|": float(np.concatenate(gap).mean())}
     return pd.DataFrame(rows).T
+
+
+def original_clean_entropy(runs: list[SeedRun]) -> dict[str, np.ndarray]:
+    """Per-example normalised clean entropy H/log C of the pre-trained model on each task (K3). Clean outputs of
+    the frozen model do not depend on the seed, so the first run's are everyone's."""
+    r = runs[0]
+    return {t: r.evals["orig", t].view("clean")["entropy"] for t in sorted({t for (m, t) in r.evals if m == "orig"})}
+
+
+def per_task_table(results: pd.DataFrame, methods, cols=("rob_acc", "ece_adv")) -> pd.DataFrame:
+    """'mean ± 95% half-width over seeds' of ``cols`` per method (rows) and task (columns)."""
+    from repro.common import mean_ci
+    out = {}
+    for m in methods:
+        d = results[results.method == m]
+        row = {}
+        for c in cols:
+            for t, g in d.groupby("task"):
+                v = g.sort_values("seed")[c].to_numpy()
+                mu, h = mean_ci(v)
+                h = float(h)
+                row[(c, t)] = f"{float(mu):.3f}" if (len(v) < 2 or h == 0 or math.isnan(h)) else f"{float(mu):.3f} ± {h:.3f}"
+        out[m] = row
+    df = pd.DataFrame(out).T
+    df.columns = pd.MultiIndex.from_tuples(df.columns)
+    return df
+
+
+def t4_diagnosis(runs: list[SeedRun], sweep: pd.DataFrame, method: str = "tecoa") -> dict[str, float]:
+    """Why T4 can carry no robustness at ε_test: ``method``'s robust accuracy on T1 (digits 0–4, upright) against the
+    same classes rotated inside T4, the original model's clean accuracy on T4 against T1, and ``method``'s robust
+    accuracy on T4 over the ε-sweep (means over seeds; NaN where the sweep did not run ``method``)."""
+    rob_t1, rob_t4_seen, clean_t4, clean_t1 = [], [], [], []
+    for r in runs:
+        if (method, "T4") not in r.evals:
+            continue
+        ev = r.evals[method, "T4"]
+        seen = ev.labels <= 4
+        rob_t4_seen.append(ev.view("adv")["correct"][seen].mean())
+        rob_t1.append(r.evals[method, "T1"].view("adv")["correct"].mean())
+        clean_t4.append(r.evals["orig", "T4"].view("clean")["correct"].mean())
+        clean_t1.append(r.evals["orig", "T1"].view("clean")["correct"].mean())
+    out = {"rob T1": float(np.mean(rob_t1)), "rob T4 digits 0-4": float(np.mean(rob_t4_seen)),
+           "orig clean T1": float(np.mean(clean_t1)), "orig clean T4": float(np.mean(clean_t4))}
+    if len(sweep) and method in set(sweep.method):
+        d = sweep[(sweep.method == method) & (sweep.task == "T4")].groupby("eps").rob_acc.mean()
+        out.update({f"rob T4 at eps {e:g}": float(v) for e, v in d.items()})
+    return out
 
 
 def suite_average(results: pd.DataFrame) -> pd.DataFrame:

@@ -19,8 +19,8 @@ With τ = 0.07, α reaches e^{2/τ} ≈ 2.6·10¹²; lnΓ there is ≈ 7·10¹³
 (float32's spacing at 7·10¹³ is ≈ 8·10⁶). Everything Dirichlet here is computed in float64.
 
 Baselines: TeCoA (Mao et al., ICLR 2023) = the CE term alone; PMG-AFT (Wang et al., CVPR 2024) = CE +
-KL(p_θ0(x_adv) ‖ p_θ(x_adv)) + KL(p_θ(x) ‖ p_θ(x_adv)), the KLs summed over the batch as in the authors'
-code; FARE (Schlarmann et al., ICML 2024) =
+KL(p_θ0(x_adv) ‖ p_θ(x_adv)) + KL(p_θ(x) ‖ p_θ(x_adv)), the KLs on softmaxes of the raw cosines and summed over
+the batch, as in the authors' code; FARE (Schlarmann et al., ICML 2024) =
 ‖φ_θ(x_adv) − φ_θ0(x)‖²; the C6 ablation replaces the Dirichlet KL by KL(softmax(s·cos_θ(x+δ)) ‖ softmax(s·cos_θ0(x))).
 """
 from __future__ import annotations
@@ -84,17 +84,21 @@ def softmax_kl_loss(logits_adv: torch.Tensor, y: torch.Tensor, logits0_clean: to
     return ce + reg, {"ce": ce.item(), "reg": reg.item()}
 
 
-def pmg_aft_loss(logits_adv: torch.Tensor, logits_clean: torch.Tensor, logits0_adv: torch.Tensor,
-                 y: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
-    """PMG-AFT as its authors weight it: mean CE(adv) + Σ_batch KL(p_θ0(x_adv) ‖ p_θ(x_adv)) + Σ_batch KL(p_θ(x) ‖ p_θ(x_adv)).
+def pmg_aft_loss(logits_adv: torch.Tensor, y: torch.Tensor, cos_adv: torch.Tensor, cos_clean: torch.Tensor,
+                 cos0_adv: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+    """PMG-AFT as its authors weight it: CE(s·cos_θ(x_adv), y) + Σ_batch KL(p_θ0(x_adv) ‖ p_θ(x_adv))
+    + Σ_batch KL(p_θ(x) ‖ p_θ(x_adv)), where the p of the KL terms are softmaxes of the *raw cosines* (no logit scale).
 
-    The official ``PMG_AFT.py`` builds both KL terms with ``nn.KLDivLoss(reduction="sum")`` against the
-    batch-mean ``CrossEntropyLoss``, so each KL enters with weight = batch size relative to a per-example
-    mean. We keep that weighting (the paper writes unit weights on per-example terms). As in their code the
-    clean-image target p_θ(x) is not detached.
+    The official ``PMG_AFT.py`` computes its outputs as ``img_embed_norm @ text_embed_norm.T`` — cosines, the
+    logit scale normalised away — and builds both KL terms with ``nn.KLDivLoss(reduction="sum")``. So each KL
+    enters with weight = batch size relative to a per-example mean, on a softmax of logits in [−1, 1]. We keep
+    both (taking the KLs on s·cos instead multiplies them by ≈ s² for small differences: ≈ 100× at the toy's
+    s ≈ 10). The CE term is TeCoA's CE on s·cos, the data term every method here shares; the authors' CE is on
+    raw cosines too, a difference we state in the chapter. As in their code the clean-image target p_θ(x) is
+    not detached.
     """
     ce = tecoa_loss(logits_adv, y)
-    reg = softmax_kl(logits0_adv.detach(), logits_adv).sum() + softmax_kl(logits_clean, logits_adv).sum()
+    reg = softmax_kl(cos0_adv.detach(), cos_adv).sum() + softmax_kl(cos_clean, cos_adv).sum()
     return ce + reg, {"ce": ce.item(), "reg": reg.item()}
 
 

@@ -98,8 +98,8 @@ def adversarial_finetune(clip: ToyCLIP, method: str, x: torch.Tensor, y: torch.T
                 loss, parts = L.softmax_kl_loss(logits_adv, yb, logits0)
             else:  # pmg_aft
                 with torch.no_grad():
-                    logits0_adv = model0.logits(x_adv, G)
-                loss, parts = L.pmg_aft_loss(logits_adv, model.logits(xb, G), logits0_adv, yb)
+                    cos0_adv = model0.cos(x_adv, G)
+                loss, parts = L.pmg_aft_loss(logits_adv, yb, cos_adv, model.cos(xb, G), cos0_adv)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -51,10 +51,23 @@ CLAIMS: dict[str, str] = {
 CONTROLS: dict[str, str] = {
     "K1": "The attack degrades the undefended model: the pre-trained toy CLIP's suite-average robust accuracy under "
           "the evaluation PGD at ε_test is ≤ 0.3 (real CLIP at the paper's 1/255 is near 0).",
-    "K2": "Adversarial fine-tuning moves the model: TeCoA's suite-average robust accuracy exceeds the original "
-          "model's by ≥ 10 points, with the paired 95% CI over seeds above 0.",
+    "K2a": "Adversarial fine-tuning moves the model on T1 (the fine-tuning classes): TeCoA's robust accuracy exceeds "
+           "the original model's by ≥ 10 points, with the paired 95% CI over seeds above 0.",
+    "K2b": "The same on T2 (digits 5–9, classes unseen in fine-tuning): TeCoA − original robust accuracy ≥ 10 points, "
+           "paired 95% CI above 0.",
+    "K2c": "The same on T3 (parity, a label space unseen in fine-tuning): ≥ 10 points, paired 95% CI above 0.",
+    "K2d": "The same on T4 (all digits rotated, a distribution shift): ≥ 10 points, paired 95% CI above 0.",
+    "K2": "Adversarial fine-tuning moves the model zero-shot: K2a passes and at least one zero-shot task (T2–T4) "
+          "passes its K2b–K2d. The claims about fine-tuned models are decided on the tasks that passed their K2x "
+          "(the claims' suite); a task where TeCoA gains no robustness tests nothing about a defence.",
+    "K3": "The frozen model is uncertain on clean inputs: the pre-trained toy CLIP's mean normalised predictive "
+          "entropy H/log C on clean test images is ≥ 0.15 on every task (95% t interval over images above 0.15), "
+          "so an attack can lower it (C1) and an anchor to it can carry uncertainty (C2, C5, C6).",
 }
 
+K2_TASKS = {"K2a": "T1", "K2b": "T2", "K2c": "T3", "K2d": "T4"}
+ZERO_SHOT_TASKS = ("T2", "T3", "T4")
+K3_MIN_ENTROPY = 0.15   # K3: mean clean H / log C of the original model, every task
 K1_MAX_ROB = 0.3        # K1, and the calibration rule that chooses ε_test
 K2_MIN_GAIN = 0.10      # K2: TeCoA − original, suite-average robust accuracy
 C2_REL = 0.25           # C2: relative ECE reduction against TeCoA
@@ -117,14 +130,13 @@ def control_k1(results: pd.DataFrame, eps_test: float, max_rob: float = K1_MAX_R
             "numbers": numbers, "reason": reason}
 
 
-def control_k2(results: pd.DataFrame, min_gain: float = K2_MIN_GAIN) -> dict[str, Any]:
-    """K2: TeCoA − original suite-average robust accuracy ≥ ``min_gain`` on the mean, paired CI above 0."""
+def _k2_gain(results: pd.DataFrame, min_gain: float, what: str) -> dict[str, Any]:
     t, o = per_seed(results, "tecoa", "rob_acc"), per_seed(results, "orig", "rob_acc")
     cmp = compare_paired(t, o, higher_is_better=True)
     holds = bool(cmp.mean_diff >= min_gain and cmp.ci_lo > 0)
     numbers = {"robust acc TeCoA": float(t.mean()), "robust acc original": float(o.mean()),
                **cmp.numbers("TeCoA − original")}
-    gain = f"TeCoA's suite-average robust accuracy is {_pts(cmp.mean_diff)} from the original model's"
+    gain = f"TeCoA's {what} robust accuracy is {_pts(cmp.mean_diff)} from the original model's"
     if cmp.n < 2:
         reason = (f"{gain}, but {cmp.n} seed gives no confidence interval over seeds: the gain cannot be told "
                   "from seed noise")
@@ -136,6 +148,58 @@ def control_k2(results: pd.DataFrame, min_gain: float = K2_MIN_GAIN) -> dict[str
                   "above 0: the gain is not distinguishable from seed noise")
     return {"holds": holds, "threshold": f"robust acc(TeCoA) − robust acc(original) ≥ {min_gain:g}, paired 95% CI > 0",
             "numbers": numbers, "reason": reason}
+
+
+def control_k2_task(results: pd.DataFrame, task: str, min_gain: float = K2_MIN_GAIN) -> dict[str, Any]:
+    """K2a–K2d: TeCoA − original robust accuracy on one ``task`` ≥ ``min_gain``, paired CI over seeds above 0."""
+    return _k2_gain(results[results.task == task], min_gain, f"{task}")
+
+
+def control_k2(results: pd.DataFrame, min_gain: float = K2_MIN_GAIN) -> dict[str, Any]:
+    """K2: K2a (T1) passes and at least one zero-shot task passes its per-task control; numbers per task.
+
+    The claims' suite (:func:`claims_suite`) is the tasks that passed; its suite-average gain is reported too."""
+    per = {k: control_k2_task(results, t, min_gain) for k, t in K2_TASKS.items() if t in set(results.task)}
+    passed = [K2_TASKS[k] for k, v in per.items() if v["holds"]]
+    zs = [t for t in passed if t in ZERO_SHOT_TASKS]
+    holds = "T1" in passed and bool(zs)
+    numbers = {f"{t}: TeCoA − original": [per[k]["numbers"]["TeCoA − original mean diff"],
+                                          *per[k]["numbers"]["TeCoA − original diff ci95"]]
+               for k, t in K2_TASKS.items() if k in per}
+    numbers["tasks passing"] = passed
+    if passed:
+        numbers.update({f"claims' suite {k}": v for k, v in
+                        _k2_gain(results[results.task.isin(passed)], min_gain, "")["numbers"].items()})
+    failed = [f"{K2_TASKS[k]} ({v['reason']})" for k, v in per.items() if not v["holds"]]
+    if holds:
+        reason = ""
+    elif "T1" not in passed:
+        reason = f"K2a (the fine-tuning classes, T1) failed: {per['K2a']['reason']}"
+    else:
+        reason = ("fine-tuning moved robust accuracy on T1 only; on no zero-shot task: " + "; ".join(failed))
+    return {"holds": holds, "threshold": f"K2a passes and ≥ 1 of K2b–K2d passes (each: TeCoA − original ≥ "
+                                         f"{min_gain:g}, paired 95% CI > 0)", "numbers": numbers, "reason": reason}
+
+
+def claims_suite(results: pd.DataFrame, min_gain: float = K2_MIN_GAIN) -> list[str]:
+    """The tasks the claims about fine-tuned models are decided on: those whose per-task K2 passes (T1..T4 order)."""
+    return [t for k, t in K2_TASKS.items() if t in set(results.task)
+            and control_k2_task(results, t, min_gain)["holds"]]
+
+
+def control_k3(clean_entropy: dict[str, np.ndarray], min_entropy: float = K3_MIN_ENTROPY) -> dict[str, Any]:
+    """K3: on every task the original model's mean normalised clean entropy is ≥ ``min_entropy``, decided by the
+    Student-t interval over test images (:func:`decide_threshold`); the original model's clean outputs do not
+    depend on the seed, so the images are the units."""
+    tests = {t: decide_threshold(np.asarray(h, float), min_entropy, ">=") for t, h in clean_entropy.items()}
+    holds = bool(tests) and all(tt.word == "holds" for tt in tests.values())
+    numbers = {f"{t}: mean H/log C": [tt.estimate, tt.ci_lo, tt.ci_hi] for t, tt in tests.items()}
+    low = [f"{t} {tt.estimate:.3f} [{tt.ci_lo:.3f}, {tt.ci_hi:.3f}]" for t, tt in tests.items() if tt.word != "holds"]
+    reason = "" if holds else (f"the frozen model is near-certain on clean images of {', '.join(low)} (mean H/log C, "
+                               f"95% CI; ≥ {min_entropy:g} needed): there is little clean uncertainty for an attack "
+                               "to suppress or for an anchor to carry")
+    return {"holds": holds, "threshold": f"mean clean H/log C of the original model ≥ {min_entropy:g} on every task "
+                                         "(95% t interval over images)", "numbers": numbers, "reason": reason}
 
 
 # --------------------------------------------------------------------------------------------- decision rules
@@ -257,7 +321,7 @@ def claim_c1(results: pd.DataFrame, models: tuple[str, ...] = ("orig", "tecoa"),
     return _claim(holds, f"orig and TeCoA: H_adv < H_clean with an accuracy drop (paired 95% CIs over seeds) on "
                          f"≥ {min_tasks} of 4 tasks, and the 95% CI of ECE_adv − {ece_factor:g} ECE_clean ≥ 0; "
                          "seed mean and ≥ 2/3 of seeds as a further condition for holds",
-                  {**numbers, **rule}, reason, ("K1",), inconclusive)
+                  {**numbers, **rule}, reason, ("K1", "K3"), inconclusive)
 
 
 def claim_c2(results: pd.DataFrame, rel: float = C2_REL) -> dict[str, Any]:
@@ -295,7 +359,7 @@ def claim_c2(results: pd.DataFrame, rel: float = C2_REL) -> dict[str, Any]:
               + f"; {rule['seeds meeting it']} seeds meet the card's condition")
     return _claim(holds, f"ECE_adv(UCAT) ≤ {1 - rel:g}·ECE_adv(TeCoA) and < PMG-AFT's and FARE's: every paired "
                          "comparison 'better' (with the seed rule) holds, any 'worse' fails",
-                  numbers, reason, ("K1", "K2"), inconclusive)
+                  numbers, reason, ("K1", "K2", "K3"), inconclusive)
 
 
 def claim_c3(results: pd.DataFrame, margin: float = C3_MARGIN) -> dict[str, Any]:
@@ -403,7 +467,7 @@ def claim_c5(sweep: pd.DataFrame, eps_sweep: tuple[float, ...], rho_min: float =
     present = set(sweep.method) if len(sweep) else set()
     if not {"ucat", "tecoa"} <= present:
         rho_u = spearman_over_tasks(sweep, "ucat") if "ucat" in present else float("nan")
-        return _claim(None, threshold, {"rho UCAT": rho_u}, "", ("K1", "K2"),
+        return _claim(None, threshold, {"rho UCAT": rho_u}, "", ("K1", "K2", "K3"),
                       f"the ε-sweep ran for {sorted(present)} only; both halves need UCAT and TeCoA")
 
     def ok(df: pd.DataFrame) -> tuple[bool, float, float]:
@@ -429,7 +493,7 @@ def claim_c5(sweep: pd.DataFrame, eps_sweep: tuple[float, ...], rho_min: float =
                "rho UCAT per seed": [p[1] for p in per], "rho TeCoA per seed": [p[2] for p in per], **rule}
     reason = (f"ρ(UCAT) = {ru:.2f} [{lu:.2f}, {hu:.2f}] (≥ {rho_min:g}: {tu.word}) and ρ(TeCoA) = {rt:.2f} "
               f"[{lt:.2f}, {ht:.2f}] (< {rho_min:g}: {t_word}); {rule['seeds meeting it']} seeds meet both")
-    return _claim(holds, threshold, numbers, reason, ("K1", "K2"), inconclusive)
+    return _claim(holds, threshold, numbers, reason, ("K1", "K2", "K3"), inconclusive)
 
 
 def claim_c6(results: pd.DataFrame) -> dict[str, Any]:
@@ -438,7 +502,7 @@ def claim_c6(results: pd.DataFrame) -> dict[str, Any]:
     threshold = ("ECE_adv(softmax-KL) > ECE_adv(UCAT): paired comparison 'better' for UCAT holds (with the seed "
                  "rule), 'worse' fails")
     if "softmax_kl" not in set(results.method):
-        return _claim(None, threshold, {}, "", ("K1", "K2"), "the softmax-KL ablation was not run (methods parameter)")
+        return _claim(None, threshold, {}, "", ("K1", "K2", "K3"), "the softmax-KL ablation was not run (methods parameter)")
     u, a = per_seed(results, "ucat", "ece_adv"), per_seed(results, "softmax_kl", "ece_adv")
     cmp = compare_paired(u, a, higher_is_better=False)
     count_ok, rule, why = seed_rule(a.mean() > u.mean(), list(a > u))
@@ -449,4 +513,4 @@ def claim_c6(results: pd.DataFrame) -> dict[str, Any]:
                **cmp.numbers("softmax-KL − UCAT"), **rule}
     reason = (f"adversarial ECE softmax-KL {a.mean():.3f} vs UCAT {u.mean():.3f}: difference {cmp.mean_diff:+.3f}, "
               f"95% CI {_ci(cmp.ci_lo, cmp.ci_hi)} — {cmp.word}")
-    return _claim(holds, threshold, numbers, reason, ("K1", "K2"), inconclusive)
+    return _claim(holds, threshold, numbers, reason, ("K1", "K2", "K3"), inconclusive)
