@@ -61,10 +61,10 @@ class Config(BaseConfig):
     refl_steps: int = knob(150, ge=1, le=5000, doc="ReFL optimizer steps per reward")
     refl_batch: int = knob(32, ge=1, le=1024, doc="prompts per ReFL step")
     refl_lr: float = knob(1e-4, gt=0, le=1, doc="AdamW learning rate of the generator in ReFL and DPO")
-    refl_log_every: int = knob(5, ge=1, le=1000, doc="oracle reward logged every this many steps")
+    refl_log_every: int = knob(10, ge=1, le=1000, doc="oracle reward logged every this many steps")
     refl_time_steps: int = knob(40, ge=2, le=2000, doc="ReFL steps timed for control K4b (DiNa and pixel reward, "
                                                        "paired, after 3 warm-up steps)")
-    refl_time_repeats: int = knob(10, ge=1, le=50, doc="back-to-back executions of each timed ReFL step with both "
+    refl_time_repeats: int = knob(5, ge=1, le=50, doc="back-to-back executions of each timed ReFL step with both "
                                                      "rewards; the step's difference is their median")
     n_refl_eval: int = knob(256, ge=8, le=8192, doc="fixed (prompt, noise) samples of the oracle log")
     run_dpo: bool = knob(True, doc="train Diffusion-DPO on the oracle-labelled pairs (C5)")

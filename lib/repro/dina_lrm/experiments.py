@@ -267,7 +267,7 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
             model, hist = align.diffusion_dpo_train(sh.gen, exp.train, beta, cfg.dpo_steps, seed, oracle_fn, ev,
                                                     lr=cfg.refl_lr, n_sample_steps=cfg.n_sample_steps,
                                                     cfg_scale=cfg.cfg_scale,
-                                                    log_every=max(1, cfg.dpo_steps // 30))
+                                                    log_every=max(1, cfg.dpo_steps // 10))
             res.dpo[beta] = hist
             res.dpo_implicit[beta] = align.dpo_implicit_accuracy(model, sh.gen, test, seed)
         exp.seconds.setdefault("dpo", []).append(time.perf_counter() - t3)
