@@ -396,20 +396,37 @@ def c4b(accL, bpttL, lead: int, acc_s: Sequence[float] | None = None, bptt_s: Se
                 numbers=nums, reason=txt, inconclusive=inconc, needs=("K2", "K3"))
 
 
-def c5(compL, w0L, mseL, lead: int) -> dict:
+def c5(compL, w0L, mseL, lead: int, max_w: Sequence[float] | None = None) -> dict:
     """Per-seed long-lead RMSE of EMFormer pretrained with the paper's loss (learned θ and s_c), with the same loss
     at w ≡ 0 (s_c kept: the ablation that isolates the sinusoidal weight) and with plain MSE. Decided by the
-    seed-count rule against w ≡ 0; the composite as a whole against MSE is reported beside it and decides nothing."""
+    seed-count rule against w ≡ 0; the composite as a whole against MSE is reported beside it and decides nothing.
+
+    ``max_w``: per seed, the peak of the learned w(t) = (sin θ + 1)/2 over pretraining. When it stays below the K4
+    bar (0.05) in every seed, the sinusoid switched itself off (θ returns to −π/2, where dL/dθ = ½ cos θ
+    (L_rmse − L_gen) vanishes): the paper's loss trained as the w ≡ 0 loss up to w·|L_rmse − L_gen|, so no RMSE
+    difference, however resolved, can be credited to it, and C5 fails for that reason."""
     a, b, m = (np.asarray(x, float) for x in (compL, w0L, mseL))
     v, nums, txt, why = _count_rule(a, b, T["C5_frac"], f"paper's loss vs w≡0 lead {lead}")
     _, nums_mse, txt_mse, _ = _count_rule(a, m, T["C5_frac"], f"whole composite vs MSE lead {lead}")
     inconc = _few(a.size) or (why if v is None else None)
-    reason = (f"the sinusoidal weight's own gain, {txt}. Reported beside it, the gain of the composite loss as a "
-              f"whole (sinusoid and log-variances) against plain MSE, {txt_mse}")
+    off = max_w is not None and float(np.max(np.asarray(max_w, float))) < T["K4_w"]
+    if off and not _few(a.size):
+        peak = float(np.max(np.asarray(max_w, float)))
+        v, inconc = False, None
+        head = (f"the sinusoidal weight switched itself off: the learned w peaked at {peak:.2g} (< {T['K4_w']}) in "
+                f"every seed, θ returning to −π/2 where dL/dθ = ½ cos θ (L_rmse − L_gen) vanishes, so the paper's "
+                f"loss trained as the w ≡ 0 loss and no difference can be credited to the sinusoid ({txt})")
+    else:
+        head = f"the sinusoidal weight's own gain, {txt}"
+    reason = (f"{head}. Reported beside it, the gain of the composite loss as a whole (sinusoid and log-variances) "
+              f"against plain MSE, {txt_mse}")
+    extra = {} if max_w is None else {"max w(t) over seeds": float(np.max(np.asarray(max_w, float)))}
     return dict(holds=v is True, threshold="paper's loss < (w ≡ 0, learned s_c) lead-20 RMSE in >= 2/3 seeds, paired "
-                "CI below 0 (fails: count missed and paired CI above 0); the composite vs MSE is reported only",
+                "CI below 0 (fails: count missed and paired CI above 0, or the learned w never reaches 0.05: the "
+                "sinusoid switched off); the composite vs MSE is reported only",
                 numbers={"paper's loss": float(a.mean()), "w≡0, s_c learned": float(b.mean()),
-                         "MSE": float(m.mean()), **nums, **{f"{k} (reported)": x for k, x in nums_mse.items()}},
+                         "MSE": float(m.mean()), **extra, **nums,
+                         **{f"{k} (reported)": x for k, x in nums_mse.items()}},
                 reason=reason, inconclusive=inconc, needs=("K1", "K2", "K4"))
 
 
