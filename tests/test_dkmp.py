@@ -454,6 +454,24 @@ def test_c6_and_c7_hold_only_on_a_measurable_difference():
     assert "within noise" in o6["inconclusive"] and o7["inconclusive"]
 
 
+def test_c7_ablation_is_matched_in_parameters():
+    """Issue 46: DKMP-nostar is widened to DKMP's parameter count (within C1's ±15%) in both profiles, and a
+    nostar model with a third of DKMP's parameters fails C7 structurally even when DKMP is measurably better."""
+    from repro.dkmp.experiments import make_model, nostar_width
+    from repro.dkmp.models import n_params
+    for prof in ("full", "smoke"):
+        cfg = Config.from_profile(prof)
+        assert nostar_width(cfg) > cfg.hidden
+        ratio = n_params(make_model("DKMP", cfg)) / n_params(make_model("DKMP-nostar", cfg))
+        assert abs(ratio - 1) <= V.T["C1_param_tol"]
+    ev = _ev({"DKMP": [1.0, 1.1, 1.05], "DKMP-nostar": [1.5, 1.62, 1.5]})
+    assert V.c7(ev, "test256")["holds"]
+    ev.loc[ev.model == "DKMP-nostar", "params"] = 333
+    out = V.c7(ev, "test256")
+    assert out["holds"] is False and "parameter counts differ" in out["reason"]
+    assert out["numbers"]["param ratio"] == pytest.approx(1000 / 333)
+
+
 def test_c6_and_c7_fail_only_when_measurably_worse():
     worse = _ev({"DKMP": [1.5, 1.6, 1.55], "DKMP-nodilation": [1.0, 1.1, 1.05], "DKMP-nostar": [1.0, 1.12, 1.0]})
     o6, o7 = V.c6(worse, "test256"), V.c7(worse, "test256")

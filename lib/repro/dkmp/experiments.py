@@ -41,7 +41,7 @@ from .verdicts import THRESHOLDS
 
 __all__ = [
     "MODELS", "CLAIM_MODELS", "TIMED", "THRESHOLDS", "model_spec", "make_model", "make_data", "train_models",
-    "evaluate_models", "set_label", "star_centres", "star_routing", "unshared_pair_share", "truncated_reference",
+    "evaluate_models", "set_label", "nostar_width", "star_centres", "star_routing", "unshared_pair_share", "truncated_reference",
     "timing_sizes", "timing_study",
     "time_ratios", "md_study", "LearnedPotential",
 ]
@@ -76,7 +76,7 @@ def model_spec(name: str, cfg) -> tuple[str, dict[str, Any]]:
         return "dkmp", dict(hidden=cfg.hidden, n_local=cfg.n_local, n_star=cfg.n_star, r_local=cfg.r_local,
                             s1=cfg.s1, dilation=1.0, n_rbf=N_RBF)
     if name == "DKMP-nostar":
-        return "dkmp", dict(hidden=cfg.hidden, n_local=cfg.n_local, n_star=0, r_local=cfg.r_local,
+        return "dkmp", dict(hidden=nostar_width(cfg), n_local=cfg.n_local, n_star=0, r_local=cfg.r_local,
                             s1=cfg.s1, dilation=cfg.dilation, n_rbf=N_RBF)
     if name == "SchNet-local":
         return "schnet", dict(hidden=cfg.hidden, n_layers=depth, cutoff=cfg.r_local, n_rbf=N_RBF)
@@ -85,6 +85,21 @@ def model_spec(name: str, cfg) -> tuple[str, dict[str, Any]]:
     if name == "All-pairs":
         return "schnet", dict(hidden=cfg.hidden, n_layers=depth, cutoff=None, rbf_range=cfg.r_max, n_rbf=wide_rbf)
     raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS + ('All-pairs',))}")
+
+
+def nostar_width(cfg) -> int:
+    """Width of DKMP-nostar (C7's ablation, issue 46): DKMP without its star layers is widened to the width
+    whose parameter count is closest to DKMP's at ``cfg.hidden``, so that C7 compares the star layers with
+    the same parameters spent on the local layer (at F = 32 DKMP has 15,841 parameters; without its stars 5,345 at F = 32 and 15,903 at F = 57)."""
+    kw = dict(n_local=cfg.n_local, r_local=cfg.r_local, s1=cfg.s1, dilation=cfg.dilation, n_rbf=N_RBF)
+    target = n_params(DKMP(hidden=cfg.hidden, n_star=cfg.n_star, **kw))
+    best, best_gap = cfg.hidden, math.inf
+    for w in range(cfg.hidden, 8 * cfg.hidden + 1):
+        gap = abs(n_params(DKMP(hidden=w, n_star=0, **kw)) - target)
+        if gap >= best_gap:  # the count grows with the width: the first increase passed the optimum
+            break
+        best, best_gap = w, gap
+    return best
 
 
 def make_model(name: str, cfg, seed: int = 0) -> EnergyModel:

@@ -84,7 +84,8 @@ CLAIMS = {
     "C6": "Dilation matters: DKMP with dilated regions beats the same network with both star layers at s_1 "
           "(equal depth) on force MAE: lower seed mean and lower in >= 2/3 seeds.",
     "C7": "Star layers matter (issue 15's ablation, not a card claim): DKMP's force MAE on held-out N=256 clusters "
-          "is lower than that of the same network without its star layers (DKMP-nostar), paired over seeds.",
+          "is lower than that of the same network without its star layers (DKMP-nostar, widened to DKMP's "
+          "parameter count within +-15%), paired over seeds.",
 }
 
 CONTROLS = {
@@ -505,15 +506,25 @@ def c6(ev: pd.DataFrame, main: str) -> dict[str, Any]:
 
 
 def c7(ev: pd.DataFrame, main: str) -> dict[str, Any]:
-    """DKMP against DKMP-nostar (its local layer alone), paired over seeds: holds on ``better``, fails on
-    ``worse``, and no measurable difference decides nothing (inconclusive)."""
+    """DKMP against DKMP-nostar (its local layer alone, widened to DKMP's parameter count; issue 46), paired over
+    seeds: holds on ``better``, fails on ``worse``, and no measurable difference decides nothing (inconclusive).
+    Parameter counts more than ±15% apart (C1's tolerance) fail the claim structurally: the ablation would then
+    compare parameter budgets, not star layers."""
     a, b = _by_seed(ev, "DKMP", main), _by_seed(ev, "DKMP-nostar", main)
+    pa = int(ev[ev.model == "DKMP"].params.iloc[0])
+    pb = int(ev[ev.model == "DKMP-nostar"].params.iloc[0])
+    params_ok = abs(pa / pb - 1) <= T["C1_param_tol"]
     cmp = compare_paired(a, b, higher_is_better=False)
-    word = _cmp_word(cmp)
-    reason = (f"star layers change the force MAE from {b.mean():.3g} (no stars) to {a.mean():.3g}; paired "
-              f"difference {cmp.mean_diff:.3g} [{cmp.ci_lo:.3g}, {cmp.ci_hi:.3g}]: {cmp.word}")
+    word = _cmp_word(cmp) if params_ok else "fails"
+    reason = (f"star layers change the force MAE from {b.mean():.3g} (no stars, {pb:,} parameters) to "
+              f"{a.mean():.3g} ({pa:,} parameters); paired difference {cmp.mean_diff:.3g} "
+              f"[{cmp.ci_lo:.3g}, {cmp.ci_hi:.3g}]: {cmp.word}")
+    if not params_ok:
+        reason += f"; the parameter counts differ by more than ±{100 * T['C1_param_tol']:.0f}%"
     v = _verdict(word, reason, _seeds_why(len(a)))
-    return {"holds": v["holds"], "threshold": "paired 95% CI of the force-MAE reduction above 0 (fails: below 0)",
-            "numbers": {"force MAE DKMP": a.mean(), "force MAE DKMP-nostar": b.mean()}
+    return {"holds": v["holds"], "threshold": "paired 95% CI of the force-MAE reduction above 0 (fails: below 0); "
+                                              "params within ±15%",
+            "numbers": {"force MAE DKMP": a.mean(), "force MAE DKMP-nostar": b.mean(), "params DKMP": pa,
+                        "params DKMP-nostar": pb, "param ratio": pa / pb}
                        | cmp.numbers("stars vs none"),
             "reason": v["reason"], "inconclusive": v["inconclusive"], "needs": ACCURACY_NEEDS}
