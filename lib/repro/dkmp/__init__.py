@@ -14,9 +14,9 @@ from .analysis import density, energy_deviation, max_excursion, radius_of_gyrati
 from .bench import edges_per_atom, memory_estimate, time_model, timing_sweep
 from .config import Config
 from . import verdicts
-from .experiments import (CLAIM_MODELS, MODELS, TIMED, LearnedPotential, evaluate_models, make_data, make_model,
-                          md_study, model_spec, set_label, star_centres, time_ratios, timing_sizes, timing_study,
-                          train_models, truncated_reference)
+from .experiments import (CLAIM_MODELS, MODELS, TIMED, LearnedPotential, dilation_reach, evaluate_models, make_data,
+                          make_model, md_study, model_spec, nostar_width, set_label, star_centres, time_ratios,
+                          timing_sizes, timing_study, train_models, truncated_reference)
 from .models import DKMP, RBF, CFConv, Graph, SchNet, StarGraph, StarLayer, collate, n_params
 from .neighbors import pair_list, poisson_disk_centres, radius_pairs, spatial_order, star_membership
 from .potentials import HAVE_KERNEL, Potential, force_tail_fraction, lj_tail, lj_tail_full, switch
@@ -33,6 +33,6 @@ __all__ = [
     "Dataset", "to_dataset", "fit", "fit_reference_energies", "predict", "metrics", "evaluate",
     "time_model", "edges_per_atom", "memory_estimate", "timing_sweep",
     "rdf", "rdf_l1", "energy_deviation", "max_excursion", "radius_of_gyration", "density",
-    "make_data", "make_model", "model_spec", "train_models", "evaluate_models", "set_label", "star_centres",
+    "make_data", "make_model", "model_spec", "nostar_width", "dilation_reach", "train_models", "evaluate_models", "set_label", "star_centres",
     "truncated_reference", "timing_sizes", "timing_study", "time_ratios", "md_study", "LearnedPotential",
 ]
