@@ -341,7 +341,7 @@ def test_config_profiles_and_validation():
 
 def test_claims_are_the_cards():
     assert list(CLAIMS) == ["C1", "C2", "C3a", "C3b", "C3c", "C4", "C5", "C6", "C7"]
-    assert list(CONTROLS) == ["K1", "K2", "K3"]
+    assert list(CONTROLS) == ["K1", "K2", "K3", "K4"]
 
 
 # ----------------------------------------------------------------------------- neighbour lists, timing
@@ -413,6 +413,11 @@ def test_k1_passes_and_fails():
     assert not out["holds"] and "1.0" in out["reason"]
     hubs = V.k1(ok, routes.assign(unshared=0.01, **{"largest star": 0.95}))
     assert not hubs["holds"] and "share no star" in hubs["reason"]
+    # issue 46: the first star radius 1.5 s_1 must exceed the local cutoff
+    scaled = ok.assign(scale=np.where(ok.layer == 1, 1.35, 2.7))
+    out = V.k1(scaled, routes, r_local=2.5)
+    assert not out["holds"] and "local cutoff" in out["reason"] and out["numbers"]["first star radius"] == 1.5 * 1.35
+    assert V.k1(scaled.assign(scale=np.where(ok.layer == 1, 2.0, 4.0)), routes, r_local=2.5)["holds"]
 
 
 def test_k2_passes_and_fails():
@@ -609,7 +614,8 @@ def test_k1_fails_on_global_hubs_and_passes_on_routing_stars():
     """K1's measurement (star_centres, star_routing) on fcc balls of the training sizes. (a) Stars as one global
     hub (s1 = 20σ: one centre, one star holding every atom) fail. (b) The chapter's own scales (s1 = 1.35σ, d = 2)
     on 64-128-atom clusters pass the old centre count but their last-layer stars hold 75-100 % of a cluster, so
-    almost every pair shares one: K1 fails (issue 46). (c) Scales that route (s1 = 0.675σ on N = 256) pass."""
+    almost every pair shares one: K1 fails (issue 46). (c) Scales that route (s1 = 0.675σ on N = 256) pass the
+    routing part, but fail the hierarchy part (first star radius 1.0 < r_local 2.5) unless r_local is below it."""
     from repro.dkmp.experiments import star_centres, star_routing
     small = _routing_data((64, 96, 128))
     hub = Config.from_profile("smoke", s1=20.0)
@@ -623,6 +629,14 @@ def test_k1_fails_on_global_hubs_and_passes_on_routing_stars():
     big = _routing_data((256, 256))
     fine = Config.from_profile("full", s1=0.675)
     assert V.k1(star_centres(fine, big), star_routing(fine, big))["holds"]
+    # ... but with the hierarchy condition (issue 46) those stars (radius 1.0) sit inside the 2.5 local cutoff: fail;
+    # a local layer below the first star radius passes
+    r = V.k1(star_centres(fine, big), star_routing(fine, big), r_local=fine.r_local)
+    assert not r["holds"] and "local cutoff" in r["reason"]
+    short = Config.from_profile("full", s1=0.675, r_local=0.9)
+    assert V.k1(star_centres(short, big), star_routing(short, big), r_local=short.r_local)["holds"]
+    # the chapter's own scales with the hierarchy condition on the card's main test size still fail
+    assert not V.k1(star_centres(real, big), star_routing(real, big), r_local=real.r_local)["holds"]
 
 
 @pytest.fixture(scope="module")
@@ -633,7 +647,7 @@ def k2_apparatus():
                               lr=1e-12)
     hold = sample_dataset(6, 32, seed=5, burn_in=200)
     data = {"train": sample_dataset(4, 32, seed=4, burn_in=200), "holdout": hold, "test32": hold,
-            "sets": ["train", "holdout"]}
+            "sets": ["train", "holdout", "test32"]}
     return cfg, data, truncated_reference(data, cfg.r_local, 4.0, cfg.lam)
 
 
@@ -656,8 +670,52 @@ def test_k3_fails_for_an_untrained_dense_baseline(k2_apparatus):
     from repro.dkmp.experiments import evaluate_models, train_models
     cfg, data, trunc = k2_apparatus
     ev, _ = evaluate_models(cfg, data, train_models(cfg, data, names=("SchNet-wide",), use_cache=False))
-    r = V.k2(ev, trunc, models=("SchNet-wide",))
-    assert not r["holds"] and "SchNet-wide" in r["reason"]
+    r = V.k3(ev, trunc, "test32")
+    assert not r["holds"] and "SchNet-wide" in r["reason"] and "not below" in r["reason"]
+
+
+def test_k3_needs_the_test_size_too():
+    """Issue 46: a dense baseline that beats the truncated potential in distribution but not at the test size
+    (where C2 is decided) fails K3."""
+    ev = _ev({"SchNet-wide": [4.0, 4.2, 4.1]}, main="test256", extra={"holdout": 0.5})
+    trunc = pd.DataFrame({"set": ["holdout", "test256"], "force_mae": [6.2, 13.0]})
+    assert V.k3(ev, trunc, "test256")["holds"]
+    ev2 = _ev({"SchNet-wide": [24.0, 25.0, 24.3]}, main="test256", extra={"holdout": 0.17})
+    out = V.k3(ev2, trunc, "test256")
+    assert not out["holds"] and "on test256" in out["reason"] and out["numbers"]["force MAE SchNet-wide (holdout)"] < 4.5
+
+
+def test_receptive_field_and_pair_forces():
+    """SchNet with L layers at cutoff c reaches exactly the atoms within L hops of the c-graph; the pair forces
+    sum to the reference forces; a star layer joins the atoms that share a star."""
+    from repro.dkmp.experiments import pair_forces, receptive_field
+    from repro.dkmp.models import DKMP, SchNet
+    pos, sp = make_cluster(40, np.random.default_rng(3))
+    A = (np.linalg.norm(pos[:, None] - pos[None], axis=-1) < 1.3) | np.eye(40, dtype=bool)
+    hops2 = (A.astype(int) @ A.astype(int)) > 0
+    assert np.array_equal(receptive_field(SchNet(hidden=4, n_layers=2, cutoff=1.3), pos), hops2)
+    i, j, f = pair_forces(pos, sp, 4.0, 3.0)
+    F = np.zeros((40, 3))
+    np.add.at(F, i, f)
+    assert np.allclose(F, lj_tail(pos, sp)[1], atol=1e-9)
+    hub = receptive_field(DKMP(hidden=4, n_local=1, n_star=1, r_local=0.5, s1=20.0), pos)
+    assert hub.all()   # one star holding every atom joins every pair
+
+
+@pytest.mark.negative_twin("K4")
+def test_k4_fails_when_no_dilation_already_reaches_every_pair():
+    """K4 through dilation_reach (receptive fields of the real models, true pair forces) on one N = 256 fcc
+    ball. The chapter's scales (r_local 2.5, s1 1.35): the no-dilation variant's receptive field already covers
+    every interacting pair, 0 % only-dilated share, K4 fails. An apparatus whose no-dilation stars hold only their
+    centre (r_local 1.0, s1 0.7 < the nearest-neighbour distance; a long strong tail) passes."""
+    from repro.dkmp.experiments import dilation_reach
+    pos, sp = make_cluster(256, np.random.default_rng(0))
+    data = {"t": {"pos": [pos], "species": [sp]}}
+    cfg = Config.from_profile("full")
+    r = V.k4(dilation_reach(cfg, data, "t", cfg.k_Y))
+    assert not r["holds"] and r["numbers"]["dilated-only force share"] == 0.0
+    short = Config.from_profile("full", r_local=1.0, s1=0.7, lam=20.0, k_Y=100.0)
+    assert V.k4(dilation_reach(short, data, "t", short.k_Y))["holds"]
 
 
 # Controls still without a negative twin (a test marked @pytest.mark.negative_twin("K…") that runs this

@@ -41,7 +41,8 @@ from .verdicts import THRESHOLDS
 
 __all__ = [
     "MODELS", "CLAIM_MODELS", "TIMED", "THRESHOLDS", "model_spec", "make_model", "make_data", "train_models",
-    "evaluate_models", "set_label", "nostar_width", "star_centres", "star_routing", "unshared_pair_share", "truncated_reference",
+    "evaluate_models", "set_label", "nostar_width", "receptive_field", "pair_forces",
+    "dilation_reach", "star_centres", "star_routing", "unshared_pair_share", "truncated_reference",
     "timing_sizes", "timing_study",
     "time_ratios", "md_study", "LearnedPotential",
 ]
@@ -282,6 +283,68 @@ def star_routing(cfg, data: dict[str, Any], set_name: str = "train") -> pd.DataF
             rows.append({"model": name, "cluster": c, "n_atoms": len(p), "layer": kw["n_star"], "scale": s_,
                          "unshared": un, "largest star": big})
     return pd.DataFrame(rows)
+
+
+def receptive_field(model: EnergyModel, pos: np.ndarray) -> np.ndarray:
+    """(N, N) boolean R: R[i, j] when atom j's input (its species and position) can reach atom i's final features
+    through ``model``'s layers on the cluster ``pos``: a radius-graph layer joins neighbours (r < cutoff), a star
+    layer joins atoms that share a star; every layer keeps an atom's own features (residual). Receptive fields
+    compose layer by layer, R ← B_layer · R (boolean)."""
+    n = len(pos)
+    g = model.build_graph(pos)
+    step = np.eye(n, dtype=np.float32)
+    step[g.src.numpy(), g.dst.numpy()] = 1.0
+    R = np.eye(n, dtype=np.float32)
+    for _ in range(g.pair_layers):
+        R = ((step @ R) > 0).astype(np.float32)
+    for star in g.stars:
+        M = np.zeros((n, star.centres.numel()), dtype=np.float32)
+        M[star.atom.numpy(), star.slot.numpy()] = 1.0
+        B = np.maximum((M @ M.T) > 0, np.eye(n, dtype=bool)).astype(np.float32)
+        R = ((B @ R) > 0).astype(np.float32)
+    return R > 0
+
+
+def pair_forces(pos: np.ndarray, species: np.ndarray, kY: float, lam: float) -> tuple[np.ndarray, np.ndarray,
+                                                                                         np.ndarray]:
+    """Every interacting pair i ≠ j (r < the tail cutoff, both orders) and f_ij, the force of the true potential
+    on atom i from atom j (Σ_j f_ij = F_i): (i, j, f) with f of shape (pairs, 3)."""
+    from .potentials import _pair_terms
+
+    pot = Potential(kY=kY, lam=lam)
+    d = pos[None, :, :] - pos[:, None, :]              # x_j - x_i
+    d2 = (d * d).sum(-1)
+    i, j = np.nonzero((d2 < 8.0 ** 2) & ~np.eye(len(pos), dtype=bool))
+    r = np.sqrt(d2[i, j])
+    _, dedr = _pair_terms(r, d2[i, j], pot.eps_matrix()[species[i], species[j]], kY, lam, 2.5, 8.0)
+    return i, j, (dedr / r)[:, None] * d[i, j]
+
+
+def dilation_reach(cfg, data: dict[str, Any], set_name: str, kY: float, max_clusters: int = 10) -> dict[str, float]:
+    """Control K4's measurement (C6, issue 46): on the first ``max_clusters`` clusters of a set, the share of the
+    true force variance, Σ_i ‖F_i^P‖² / Σ_i ‖F_i‖², carried by the pairs P (force on i from j) that the dilated
+    DKMP's receptive field covers and DKMP-nodilation's does not, and the same for the pairs outside
+    DKMP-nodilation's receptive field at all. Zero means the two variants see the same pairs, so only how
+    easily they learn can differ, not what they can represent."""
+    dil, nod = make_model("DKMP", cfg), make_model("DKMP-nodilation", cfg)
+    d = data[set_name]
+    num_only = num_out = den = 0.0
+    for p, sp in list(zip(d["pos"], d["species"]))[:max_clusters]:
+        p, sp = np.asarray(p, float), np.asarray(sp)
+        i, j, f = pair_forces(p, sp, kY, cfg.lam)
+        Rd, Rn = receptive_field(dil, p), receptive_field(nod, p)
+        F = np.zeros((len(p), 3))
+        np.add.at(F, i, f)
+        for mask, acc in ((Rd[i, j] & ~Rn[i, j], "only"), (~Rn[i, j], "out")):
+            Fp = np.zeros((len(p), 3))
+            np.add.at(Fp, i[mask], f[mask])
+            if acc == "only":
+                num_only += float((Fp ** 2).sum())
+            else:
+                num_out += float((Fp ** 2).sum())
+        den += float((F ** 2).sum())
+    return {"dilated-only share": num_only / den, "beyond no-dilation share": num_out / den,
+            "clusters": min(max_clusters, len(d["pos"])), "n_atoms": set_label(d)}
 
 
 def evaluate_models(cfg, data: dict[str, Any], trained: dict):
