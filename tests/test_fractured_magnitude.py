@@ -315,13 +315,35 @@ def test_c1_holds_and_fails():
     assert one["holds"] is None and "1 fine-tuning seed" in one["inconclusive"]
 
 
+def test_c1_scores_vx_without_the_saturated_count_and_reports_the_rest(blind):
+    """Issue 46: every model answers 22-23 to boards of about 20 stones and more, so count 23 is right by
+    saturation. A clamp answering 23 to every VX board scores 1/12 on 12-23 and nothing on 12-22; C1 decides VX on
+    12-22 and reports 12-23, within ±1 and the share of answers in 12-23 with their intervals."""
+    cfg, ev, _, _, _ = blind
+    assert fm.experiments.vx_scored(cfg) == (12, 22)
+    n = ev.num.n
+    clamp = fm.experiments.clamp_baseline(cfg, n)
+    assert clamp["scored"] == 0.0 and clamp["all VX"] == pytest.approx(1 / 12) and clamp["within 1"] == pytest.approx(2 / 12)
+    # a model that counts ID and then answers 23 everywhere: item_table's scored VX hits are all 0
+    pred = np.where(n <= cfg.vision_boundary, n, cfg.text_boundary)
+    vx = (n > cfg.vision_boundary) & (n <= cfg.text_boundary)
+    sc = (n >= 12) & (n <= 22)
+    assert (pred[sc] == n[sc]).mean() == 0.0 and (pred[vx] == n[vx]).mean() == pytest.approx(1 / 12)
+    assert fm.experiments.saturation_share(cfg, n, pred) == 1.0
+    r = V.c1(table([0.99, 0.98, 1.0]), table([0.0, 0.0, 0.0]), table([0.0] * 3), table([1.0] * 3),
+             vx_all=table([1 / 12] * 3), vx_within1=table([2 / 12] * 3), vx_in_range=table([1.0] * 3), clamp=clamp)
+    assert r["holds"] is True and "VX (12-22) 0.0 %" in r["reason"]
+    assert r["numbers"]["VX acc 12-23"] == pytest.approx(1 / 12, abs=1e-3) and "VX within ±1 ci95" in r["numbers"]
+    assert "reported, deciding nothing" in r["reason"] and "clamp" in r["reason"]
+
+
 def test_c1_is_inconclusive_within_noise_of_the_bar():
     """Issue 41: VX accuracies 5 / 10 / 15 % around the 10 % bar (mean 10 %, 2 of 3 seeds at or below it: the old
     rule, mean and count, said holds): the interval over seeds × boards contains 10 %, so nothing is decided."""
     r = V.c1(table([0.99, 0.98, 1.0]), table([0.05, 0.10, 0.15]), table([0.0] * 3), table([1.0] * 3))
-    lo, hi = r["numbers"]["VX acc ci95"]
+    lo, hi = r["numbers"]["VX acc 12-22 ci95"]
     assert r["holds"] is None and lo < 0.10 < hi and "within noise of the bar" in r["inconclusive"]
-    assert "VX 10.0 %" in r["inconclusive"] and "contains the bar 10.0 %" in r["inconclusive"]
+    assert "VX (12-22) 10.0 %" in r["inconclusive"] and "contains the bar 10.0 %" in r["inconclusive"]
     # the old input, 2 of 3 seeds at <= 10 % with one at 20 %: the old rule said holds; the t interval says noise
     assert V.c1([0.99, 0.98, 0.97], [0.02, 0.0, 0.2], [0.0] * 3, [1.0] * 3)["holds"] is None
 
@@ -409,6 +431,33 @@ def test_c5b_holds_and_fails():
     assert V.c5b([0.1, 0.12, 0.11], [0.5, 0.55, 0.52])["holds"] is False
 
 
+def test_c5b_names_k3_only_where_k3_certifies_the_verdict():
+    """Issue 46: K3 (the map can extrapolate) guards a low image score; a C5b that fails because the map sent the VX
+    image states within ±2 (97.8 % in a review run) shows the extrapolation itself and needs no K3."""
+    fails = V.c5b(table([0.98, 0.97, 0.99]), table([1.0] * 3, 240))
+    assert fails["holds"] is False and "K3" not in fails["needs"] and "needs no K3" in fails["reason"]
+    assert set(fails["needs"]) == {"K1", "K5"}
+    holds = V.c5b(table([0.05, 0.1, 0.08]), table([1.0] * 3, 240))
+    assert holds["holds"] is True and "K3" in holds["needs"]
+    text_fails = V.c5b(table([0.05, 0.1, 0.08]), table([0.3, 0.4, 0.35], 240))     # the text part fails, not the map
+    assert text_fails["holds"] is False and "K3" in text_fails["needs"]
+    noisy = V.c5b(table([0.2, 0.3, 0.4]), table([1.0] * 3, 240))
+    assert noisy["holds"] is None and "K3" in noisy["needs"]
+
+
+def test_a_failed_k3_leaves_a_clearly_failing_c5b_failing_in_the_ledger():
+    """Through the ledger: with K3 failed, a C5b whose images are decoded within ±2 fails; one whose images are not
+    (what K3 must certify) is inconclusive."""
+    from repro.common import Ledger
+    for img, want in (([0.98, 0.97, 0.99], "fails"), ([0.05, 0.1, 0.08], "inconclusive")):
+        led = Ledger(fm.Config.from_profile("smoke"), V.CLAIMS, controls=V.CONTROLS)
+        for k in ("K1", "K5"):
+            led.control(k, holds=True, threshold="-", numbers={})
+        led.control("K3", **V.k3([0.2], [0.3]))
+        led.record("C5b", **V.c5b(table(img), table([1.0] * 3, 240)))
+        assert led.verdict("C5b") == want
+
+
 def test_c5b_is_inconclusive_within_noise_of_the_bar():
     r = V.c5b(table([0.1, 0.12, 0.11]), table([0.75, 0.80, 0.85], 240))
     lo, hi = r["numbers"]["VX text within ±2 ci95"]
@@ -444,6 +493,9 @@ def test_item_table_matches_the_regime_summaries(blind):
     assert it["ridge VX error"].mean() == pytest.approx(res["ridge_vision"]["VX"]["mae"])
     assert it["EQ VX hit"].mean() == pytest.approx(res["eq"]["VX"]["acc"])
     assert it["VX in ID"].mean() == pytest.approx(res["collapse_share"])
+    assert it["VX scored hit"].mean() == pytest.approx(res["vx_scored_acc"])
+    assert len(it["VX scored hit"]) == 11 * cfg.eval_per_count and len(it["VX within 1"]) == 12 * cfg.eval_per_count
+    assert it["VX within 1"].mean() >= it["VX hit"].mean()
     assert it["C5b image within"].mean() == pytest.approx(res["c5b"]["img_within"])
     assert it["C5b text within"].mean() == pytest.approx(res["c5b"]["text_within"])
 
@@ -521,6 +573,48 @@ def test_k4_fails_for_an_untrained_patch_head(blind):
     cfg, ev, _, uni, th = blind
     r = V.k4([fm.experiments.analyse_unified(cfg, uni, ev, th)["head_acc"]])
     assert not r["holds"] and "below 99.5 %" in r["reason"]
+    # the board-level shortcut: the same letter mixture on every patch (a head that ignores the patch)
+    u = fm.UnifiedSpaceVLM(fm.model.build_vit(cfg.d_model, cfg.n_cells, 25, 3), fm.model.build_decoder(cfg.d_model, 1))
+    with torch.no_grad():
+        u.patch_head.weight.zero_(), u.patch_head.bias.copy_(torch.tensor([0.0, 0.3, 0.1]))
+    assert not V.k4([fm.experiments.analyse_unified(cfg, u, ev, th)["head_acc"]])["holds"]
+
+
+def test_control_validation_reads_letter_purity(blind):
+    """A head that emits one uniform mixture on every patch (the board-level shortcut) has letter purity 1/3."""
+    cfg, ev, _, uni, _ = blind
+    u = fm.UnifiedSpaceVLM(fm.model.build_vit(cfg.d_model, cfg.n_cells, 25, 3), fm.model.build_decoder(cfg.d_model, 1))
+    with torch.no_grad():
+        u.patch_head.weight.zero_(), u.patch_head.bias.zero_()
+    acc, purity = fm.train.control_validation(u, ev.num)
+    assert purity == pytest.approx(1 / 3) and 0 <= acc <= 1
+    with torch.no_grad():
+        u.patch_head.bias.copy_(torch.tensor([0.0, 20.0, 0.0]))       # every patch read as 'b'
+    assert fm.train.control_validation(u, ev.num)[1] == pytest.approx(1.0)
+
+
+def test_unified_control_restarts_until_the_validation_criterion(tmp_path, monkeypatch):
+    """Issue 46 (K4's restart rule failed at an unseen seed): attempts run until the held-out criterion (count and
+    letter purity) is met; the first attempt meeting it is kept; without one, the best held-out count is kept."""
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
+    cfg = fm.Config.from_profile("smoke", text_steps=10, control_steps=3, control_restarts=4, use_cache=False)
+    dec, _ = fm.pretrain_text(cfg)
+    seen = []
+
+    def fake(vals):
+        def f(model, held):
+            assert held.n.max() == cfg.vision_boundary          # held-out ID boards only, never VX/FX
+            seen.append(1)
+            return vals[len(seen) - 1]
+        return f
+    monkeypatch.setattr(fm.train, "control_validation", fake([(0.99, 0.4), (0.5, 0.99), (0.97, 0.95), (1.0, 1.0)]))
+    _, info = fm.train_unified(cfg, dec, 0)
+    assert info["attempt_kept"] == 2 and info["criterion_met"] and len(info["attempts"]) == 3
+    assert [a["criterion_met"] for a in info["attempts"]] == [False, False, True]
+    seen.clear()
+    monkeypatch.setattr(fm.train, "control_validation", fake([(0.3, 0.4), (0.8, 0.5), (0.6, 0.99), (0.7, 0.5)]))
+    _, info = fm.train_unified(cfg, dec, 0)
+    assert info["attempt_kept"] == 1 and not info["criterion_met"] and len(info["attempts"]) == 4
 
 
 @pytest.mark.negative_twin("K5")

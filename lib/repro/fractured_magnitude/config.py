@@ -37,12 +37,14 @@ class Config(BaseConfig):
     lr_vision: float = knob(1e-3, gt=0, le=0.1, doc="lr of the vision encoder")
     lr_projector: float = knob(1e-3, gt=0, le=0.1, doc="lr of the projector (the repo's 1e-5; our decision)")
     lr_decoder: float = knob(1e-5, ge=0, le=0.1, doc="lr of the decoder during fine-tuning (nearly frozen)")
-    control_steps: int = knob(300, ge=1, le=20_000, doc="vision-side steps of the unified-space control (C6)")
+    control_steps: int = knob(600, ge=1, le=20_000, doc="cap on the vision-side steps of one attempt of the "
+                                                        "unified-space control (C6; stops at its validation criterion)")
     control_lr: float = knob(1e-3, gt=0, le=0.1, doc="peak lr of the control's vision side and head")
     control_tasks: Literal["num", "num+eq"] = knob("num", doc="image batches of the control: the NUM batches only "
                                                               "(with EQ batches its head collapsed in pilots, K4)")
-    control_restarts: int = knob(3, ge=1, le=10, doc="at most this many fresh inits of the control per seed; the "
-                                                     "first whose training loss converges is kept (else the lowest)")
+    control_restarts: int = knob(6, ge=1, le=20, doc="at most this many fresh inits of the control per seed; the "
+                                                     "first meeting the validation criterion (held-out ID count and "
+                                                     "letter purity) is kept, else the best held-out count")
     eval_per_count: int = knob(40, ge=2, le=1000, doc="evaluation boards (and strings) per count")
     run_control: bool = knob(True, doc="train the unified-space control VLM (C6, K3, K4)")
     run_vx_reference: bool = knob(True, doc="train the VX-trained reference (boards 0..text_boundary; K1)")

@@ -96,7 +96,8 @@ def analyse_vlm(cfg, model, ev: EvalSets, text_h: dict | None = None, seed: int 
     n = ev.num.n
     pred, h_img = generate_count(model, ev.num)
     res = {"pred": pred, "h_img": h_img, "by_count": accuracy_by_count(n, pred, cfg.max_count),
-           "regime": regime_summary(n, pred, vb, tb)}
+           "regime": regime_summary(n, pred, vb, tb), "vx_scored_acc": scored_acc(cfg, n, pred),
+           "saturation": saturation_share(cfg, n, pred)}
     res.update({k: v for k, v in text_side(model, ev).items()})
     res["eq"] = eq_side(model, ev)
     # individuation probe (stage 1) on vision-encoder tokens, fitted on ID boards 1..vb
@@ -185,11 +186,48 @@ def cka_id_vx(cfg, h_img, n_img, h_txt, n_txt) -> dict:
             for name, ks in (("ID", ID), ("VX", VX))}
 
 
+def vx_scored(cfg) -> tuple[int, int]:
+    """The VX counts on which exact enumeration is scored: vision_boundary+1 .. text_boundary−1 (12–22).
+
+    Every fine-tuned model answers the largest numbers it knows from text (22–23) to every board of about 20 stones
+    or more (issue 46), so count 23 = text_boundary is answered right by saturation, not by counting: a clamp that
+    answers 23 to every VX board scores 1/12 ≈ 8 % on 12–23 and 0 on 12–22. The full range 12–23 is reported
+    beside it."""
+    return cfg.vision_boundary + 1, cfg.text_boundary - 1
+
+
+def scored_acc(cfg, n: np.ndarray, pred: np.ndarray) -> float:
+    """Exact-count accuracy on the VX counts of :func:`vx_scored` (12–22)."""
+    lo, hi = vx_scored(cfg)
+    m = (n >= lo) & (n <= hi)
+    return float((pred[m] == n[m]).mean())
+
+
+def clamp_baseline(cfg, n: np.ndarray) -> dict:
+    """A clamp that answers text_boundary (the largest number of the text stage) to every board: its exact accuracy
+    on the scored VX counts and on all of VX, and its within-±1 accuracy on VX (what saturation alone earns)."""
+    lo, hi = vx_scored(cfg)
+    vx = (n > cfg.vision_boundary) & (n <= cfg.text_boundary)
+    sc = (n >= lo) & (n <= hi)
+    c = cfg.text_boundary
+    return {"scored": float((n[sc] == c).mean()), "all VX": float((n[vx] == c).mean()),
+            "within 1": float((np.abs(n[vx] - c) <= 1).mean())}
+
+
+def saturation_share(cfg, n: np.ndarray, pred: np.ndarray) -> float:
+    """Share of boards with >= text_boundary−3 black stones (20 and up, VX and FX) answered text_boundary−1 or
+    text_boundary (22 or 23): how much of the top of VX is answered by saturation."""
+    m = n >= cfg.text_boundary - 3
+    return float((pred[m] >= cfg.text_boundary - 1).mean())
+
+
 def item_table(cfg, ev: EvalSets, res: dict) -> dict[str, np.ndarray]:
     """Per-item numbers of one fine-tuned VLM (``analyse_vlm``'s result) that the claims' confidence intervals
     resample (issue 41: seeds *and* test items), each a 1-d array over the evaluation items of one regime:
 
-    ``{g} hit`` (exact count right, g in ID/VX/FX, boards), ``text hit`` (text NUM, strings 0..text_boundary),
+    ``{g} hit`` (exact count right, g in ID/VX/FX, boards), ``VX scored hit`` (exact count right on the VX counts of
+    :func:`vx_scored`, 12–22), ``VX within 1`` (|answer − n| <= 1, VX boards), ``VX answer in VX`` (the answer lies in
+    12–23, VX boards), ``text hit`` (text NUM, strings 0..text_boundary),
     ``probe {g} hit`` (the patch probe's count right, VX/FX), ``patch acc {g}`` (the probe's patch accuracy per
     board, every regime), ``ridge VX error`` (|ridge prediction - n| per VX board), ``EQ VX hit`` (VX image-string
     pairs answered right), ``VX in ID`` (the VX answer lies in 0..vision_boundary), ``C5b image within`` (mapped
@@ -204,6 +242,12 @@ def item_table(cfg, ev: EvalSets, res: dict) -> dict[str, np.ndarray]:
         if g != "ID":
             out[f"probe {g} hit"] = (res["patch_probe"]["count_pred"][m] == n[m]).astype(float)
     vx = (n > cfg.vision_boundary) & (n <= cfg.text_boundary)
+    lo, hi = vx_scored(cfg)
+    sc = (n >= lo) & (n <= hi)
+    out["VX scored hit"] = (res["pred"][sc] == n[sc]).astype(float)
+    out["VX within 1"] = (np.abs(res["pred"][vx] - n[vx]) <= 1).astype(float)
+    out["VX answer in VX"] = ((res["pred"][vx] > cfg.vision_boundary) & (res["pred"][vx] <= cfg.text_boundary)
+                              ).astype(float)
     out["text hit"] = np.asarray(res["text_num_hit"], float)
     out["ridge VX error"] = np.abs(res["ridge_vision"]["pred"][vx] - n[vx])
     out["EQ VX hit"] = np.asarray(res["eq"]["VX"]["hit"], float)
@@ -244,7 +288,8 @@ def analyse_vx_reference(cfg, model, ev: EvalSets) -> dict:
     """The VX-trained reference: exact count and image EQ on VX, text accuracy after its fine-tuning."""
     pred, _ = generate_count(model, ev.num)
     res = {"pred": pred, "by_count": accuracy_by_count(ev.num.n, pred, cfg.max_count),
-           "regime": regime_summary(ev.num.n, pred, cfg.vision_boundary, cfg.text_boundary)}
+           "regime": regime_summary(ev.num.n, pred, cfg.vision_boundary, cfg.text_boundary),
+           "vx_scored_acc": scored_acc(cfg, ev.num.n, pred)}
     ts = text_side(model, ev)
     res.update(text_num=ts["text_num"], text_eq=ts["text_eq"], eq=eq_side(model, ev))
     return res
@@ -263,6 +308,10 @@ def analyse_unified(cfg, model, ev: EvalSets, text_h: dict) -> dict:
             for name, (lo, hi) in regimes(cfg).items()}
     fm = fractured_map(cfg, h_img, n, text_h["h_txt"], text_h["n_txt"])
     vx = (n > cfg.vision_boundary) & (n <= cfg.text_boundary)
+    lo, hi = vx_scored(cfg)
+    sc = (n >= lo) & (n <= hi)
     return {"pred": pred, "by_count": accuracy_by_count(n, pred, cfg.max_count),
             "regime": regime_summary(n, pred, cfg.vision_boundary, cfg.text_boundary), "head_acc": head,
-            "map_within": fm["img_within"], "VX hit": (pred[vx] == n[vx]).astype(float)}
+            "vx_scored_acc": scored_acc(cfg, n, pred),
+            "map_within": fm["img_within"], "VX hit": (pred[vx] == n[vx]).astype(float),
+            "VX scored hit": (pred[sc] == n[sc]).astype(float)}

@@ -13,7 +13,8 @@ fields that shape it and of this package's source (a fresh clone trains them; no
    reaches the cap without the criterion is kept and reported (control K5 fails), never dropped or re-seeded.
 3. :func:`train_unified` — the C6 control: decoder frozen, only the vision side and the per-patch head train,
    on the same image NUM batches (``control_tasks="num"``; with the EQ batches interleaved its head collapsed onto
-   one letter for every patch in two of three pilot seeds).
+   one letter for every patch in two of three pilot seeds), each attempt to a validation criterion on held-out ID
+   boards (count and letter purity), with fresh restarts until one meets it.
 """
 from __future__ import annotations
 
@@ -53,8 +54,8 @@ def batch_loss(model, batch: Batch) -> torch.Tensor:
 _CODE = {"text": ("batch_loss", "text_eval_sets", "text_accuracy", "pretrain_text", "Decoder", "_stack"),
          "vlm": ("batch_loss", "warmup_constant", "_image_batch", "_text_batch", "lr_groups", "image_heldout",
                  "finetune_multimodal", "Decoder", "_stack", "PatchViT", "TinyVLM"),
-         "unified": ("batch_loss", "warmup_cosine", "_image_batch", "train_unified", "Decoder", "_stack", "PatchViT",
-                     "TinyVLM", "UnifiedSpaceVLM")}
+         "unified": ("batch_loss", "warmup_constant", "_image_batch", "image_heldout", "control_validation",
+                     "train_unified", "Decoder", "_stack", "PatchViT", "TinyVLM", "UnifiedSpaceVLM")}
 
 
 def _key(name: str, fields: dict) -> str:
@@ -152,16 +153,6 @@ def _text_batch(step: int, cfg, rng: np.random.Generator) -> Batch:
     return random_eq_batch(0, cfg.text_boundary, cfg.batch_size, "text", rng, cfg.board_size)
 
 
-def warmup_cosine(opt: torch.optim.Optimizer, steps: int, warmup: int = 50, floor: float = 0.1):
-    """Linear warm-up over ``warmup`` steps, then cosine decay to ``floor`` × the peak lr at the last step."""
-    def f(s: int) -> float:
-        if s < warmup:
-            return (s + 1) / warmup
-        t = (s - warmup) / max(1, steps - warmup)
-        return floor + (1 - floor) * 0.5 * (1 + np.cos(np.pi * min(1.0, t)))
-    return torch.optim.lr_scheduler.LambdaLR(opt, f)
-
-
 def lr_groups(model: TinyVLM, cfg) -> list[dict]:
     """The three parameter groups of the fine-tuning (vision, projector, decoder)."""
     return [{"params": list(model.vit.parameters()), "lr": cfg.lr_vision, "name": "vision"},
@@ -228,24 +219,43 @@ def finetune_multimodal(cfg, text_decoder: Decoder, seed: int, max_board: int | 
     return _cached(cfg, "vlm", _mm_fields(cfg, seed, max_board), train)
 
 
-CONVERGED_LOSS = 0.1   # mean NUM loss over the last 50 steps below which a control run has converged
+CONTROL_CHECK_EVERY = 50   # steps between two checks of the control's validation criterion
+PURITY_TARGET = 0.9        # criterion: mean max letter probability of the patch head on the validation boards
+
+
+@torch.no_grad()
+def control_validation(model: UnifiedSpaceVLM, held: Batch) -> tuple[float, float]:
+    """The unified control's validation numbers on held-out ID boards (``image_heldout``; never the evaluation
+    sets, never a per-patch label): exact-count accuracy, and *letter purity*, the mean over patches of the head's
+    largest letter probability (1 when every patch is read as one letter, 1/3 for a uniform mixture)."""
+    pred, _ = generate_count(model, held)
+    model.eval()
+    purity = float(model.patch_probs(held.patches).max(-1).values.mean())
+    return float((pred == held.n).mean()), purity
 
 
 def train_unified(cfg, text_decoder: Decoder, seed: int) -> tuple[UnifiedSpaceVLM, dict]:
-    """The unified-space control of one seed (cached): decoder frozen, ``control_steps`` image batches.
+    """The unified-space control of one seed (cached): decoder frozen, image NUM batches (boards 0..vision_boundary).
 
     Learning a per-patch head through a frozen counter is learning from label proportions: every board's gradient
-    first says "more c" or "fewer c" on all its patches, and in pilots the softmax saturated on one letter for
-    every patch before the head separated the stones (2 of 3 seeds). So up to ``control_restarts`` fresh inits
-    are trained; the first whose mean training loss over its last 50 steps is below ``CONVERGED_LOSS`` is kept,
-    else the one with the lowest (selection on the training loss only)."""
+    first says "more c" or "fewer c" on all its patches. The vision encoder attends over the whole board, so it
+    can also carry the board's count into every token and let the head emit the same letter *mixture* on every
+    patch, at the level the frozen decoder reads as n (measured on the model seed 1001 of a pilot: head 'c' rate
+    30 % on black and on other patches alike, held-out count 42 % after 300 steps). That shortcut never reads the
+    image as a string of letters. So each attempt trains (50 warm-up steps, then constant lr) until a *validation
+    criterion* on held-out ID boards (``control_validation``: exact count >= ``mm_target`` and letter purity >=
+    ``PURITY_TARGET``; counts only, no patch labels, no VX/FX board) is met, checked every ``CONTROL_CHECK_EVERY``
+    steps and capped at ``control_steps``; up to ``control_restarts`` fresh inits are tried and the first that meets
+    it is kept (else the one with the best validation count, and the ledger's K4 judges it)."""
+    held = image_heldout(cfg, cfg.vision_boundary)
+
     def attempt(k: int):
         rng = np.random.default_rng([seed, k])
         model = UnifiedSpaceVLM(build_vit(cfg.d_model, cfg.n_cells, 25, 7919 * k + seed), copy.deepcopy(text_decoder))
         params = [p for p in model.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(params, lr=cfg.control_lr)
-        sched = warmup_cosine(opt, cfg.control_steps)
-        losses = []
+        sched = warmup_constant(opt)
+        losses, hist = [], {"step": [], "acc": [], "purity": []}
         for step in range(1, cfg.control_steps + 1):
             model.train()
             task_step = step if cfg.control_tasks == "num+eq" else 1          # odd step = a NUM batch
@@ -256,20 +266,28 @@ def train_unified(cfg, text_decoder: Decoder, seed: int) -> tuple[UnifiedSpaceVL
             opt.step()
             sched.step()
             losses.append(float(loss.detach()))
-        return model, losses
+            if step % CONTROL_CHECK_EVERY == 0 or step == cfg.control_steps:
+                acc, pur = control_validation(model, held)
+                hist["step"].append(step), hist["acc"].append(acc), hist["purity"].append(pur)
+                if acc >= cfg.mm_target and pur >= PURITY_TARGET:
+                    break
+        return model, losses, hist
 
     def train():
-        best, finals = None, []
+        best, tried = None, []
         for k in range(cfg.control_restarts):
-            model, losses = attempt(k)
-            final = float(np.mean(losses[-50:]))
-            finals.append(final)
-            if best is None or final < best[2]:
-                best = (model, losses, final)
-            if final < CONVERGED_LOSS:
+            model, losses, hist = attempt(k)
+            met = hist["acc"][-1] >= cfg.mm_target and hist["purity"][-1] >= PURITY_TARGET
+            tried.append({"steps": hist["step"][-1], "val_acc": hist["acc"][-1], "purity": hist["purity"][-1],
+                          "criterion_met": bool(met)})
+            if best is None or hist["acc"][-1] > best[2]["acc"][-1] or met:
+                best = (model, losses, hist, k)
+            if met:
                 break
-        return best[0], {"loss": best[1], "restart_finals": finals}
+        return best[0], {"loss": best[1], "history": best[2], "attempt_kept": best[3], "attempts": tried,
+                         "criterion_met": tried[best[3]]["criterion_met"]}
     return _cached(cfg, "unified", {**_text_fields(cfg), "seed": seed, "max_board": cfg.vision_boundary,
-                                    "distractor_range": cfg.distractor_range, "control_steps": cfg.control_steps, "control_lr": cfg.control_lr,
-                                    "control_tasks": cfg.control_tasks, "control_restarts": cfg.control_restarts},
+                                    "distractor_range": cfg.distractor_range, "control_steps": cfg.control_steps,
+                                    "control_lr": cfg.control_lr, "control_tasks": cfg.control_tasks,
+                                    "control_restarts": cfg.control_restarts, "mm_target": cfg.mm_target},
                    train)

@@ -14,7 +14,8 @@ inconclusive, with the reason. One seed gives no interval over seeds: inconclusi
 * K2 — the probes' plumbing: the patch probe reads which patch is black (its balanced accuracy beats a
   within-board permutation null, p <= 0.01; issue 46: the old global-permutation score let pure noise pass at
   0.501); its numbers include the untrained floors (raw pixels, random-init encoder) that qualify C2 and C3.
-* K3 — C5b's map can extrapolate when the space is unified (gates C5b).
+* K3 — C5b's map can extrapolate when the space is unified (gates C5b, except a C5b that fails because the map
+  sent the image states within ±2 itself: that failure shows the extrapolation K3 would certify; issue 46).
 * K4 — the unified-space control's patch head classifies patches (gates C6).
 * K5 — every fine-tuned VLM learned its training range (held-out ID exact count >= 90 % per model seed; gates
   every claim read from the fine-tuned VLMs: C1-C5b. C6 reads the unified control, whose training K4 checks).
@@ -49,25 +50,27 @@ T = THRESHOLDS
 
 CLAIMS = {
     "C1": "Extrapolation collapse: the VLM's exact-count accuracy is >= 90 % on ID boards (0-11 black stones) and "
-          "<= 10 % on VX (12-23, seen only in text); text counting on 0-23 stays >= 90 % after fine-tuning "
-          "(FX 24-30 <= 15 % reported, descriptive: its answers were never produced in training).",
+          "<= 10 % on VX (12-23, seen only in text; scored on 12-22, since every model answers 22-23 to boards of "
+          "about 20 stones and more, so 23 is right by saturation; 12-23, within ±1 and the share of answers in "
+          "12-23 reported); text counting on 0-23 stays >= 90 % after fine-tuning (FX 24-30 <= 15 % reported, "
+          "descriptive: its answers were never produced in training).",
     "C2": "Perception intact: a per-patch linear probe on vision-encoder tokens, fitted on ID boards, counts black "
           "stones exactly on >= 90 % of VX and of FX boards, with patch accuracy >= 99.7 % in every regime.",
     "C3": "Latent magnitude: a ridge probe from mean-pooled vision tokens to the count, fitted on ID only, has "
           "MAE <= 2 on VX (FX and the decoder-state probe reported).",
     "C4": "Comparison without enumeration: image-vs-string equality accuracy on VX >= 75 % while VX enumeration "
-          "is <= 10 %.",
+          "(scored on 12-22, as C1) is <= 10 %.",
     "C5a": "Collapse onto seen numbers (descriptive): most VX answers (> 50 %, our margin) lie inside 0-11.",
     "C5b": "Fractured space: a ridge map from ID image states to the text centroid of their count sends VX image "
            "states within ±2 of the true count for <= 30 % of boards, while held-out text states of 12-23 are "
            "decoded within ±2 by the same centroids for >= 80 %.",
     "C6": "Unified-space prior: a VLM whose patch head mixes the decoder's own frozen embeddings of 'c', 'b', 'a' "
-          "reaches >= 70 % exact accuracy on VX with the same data.",
+          "reaches >= 70 % exact accuracy on VX (scored on 12-22, as C1) with the same data.",
 }
 
 CONTROLS = {
     "K1": "VX can be learned and text counting is intact: the VX-trained reference (boards 0-23) reaches >= 80 % "
-          "exact count and >= 80 % image-EQ on VX, and every fine-tuned model keeps text NUM and EQ >= 90 % on 0-23.",
+          "exact count (scored on 12-22, as C1) and >= 80 % image-EQ on VX, and every fine-tuned model keeps text NUM and EQ >= 90 % on 0-23.",
     "K2": "Probe plumbing: the per-patch probe reads which patch is black: its balanced patch accuracy beats every "
           "one of 99 within-board permutations of its predictions (each board keeps its predicted count; "
           "permutation p <= 0.01) in every seed (the untrained floors of C2 and C3, raw pixels and a random-init "
@@ -189,20 +192,22 @@ def _ci_numbers(name: str, t: ThresholdTest) -> dict:
 
 # ----------------------------------------------------------------------------- controls
 
-def k1(ref_vx_acc: float | None, ref_vx_eq: float | None, text_num: Sequence[float], text_eq: Sequence[float]) -> dict:
-    """``ref_*``: the VX-trained reference (None if not run); ``text_*``: text accuracies of every fine-tuned
-    model (the seeds' VLMs and the reference)."""
+def k1(ref_vx_acc: float | None, ref_vx_eq: float | None, text_num: Sequence[float], text_eq: Sequence[float],
+       vx_label: str = "12-22", ref_vx_all: float | None = None) -> dict:
+    """``ref_*``: the VX-trained reference (None if not run), its exact count scored on the VX counts ``vx_label``
+    as C1's (``ref_vx_all``: on all of VX, reported); ``text_*``: text accuracies of every fine-tuned model (the
+    seeds' VLMs and the reference)."""
     t = T["K1_ref"]
     tn, te = float(np.min(text_num)), float(np.min(text_eq))
-    nums = {"reference VX count acc": ref_vx_acc, "reference VX EQ acc": ref_vx_eq,
-            "min text NUM acc": tn, "min text EQ acc": te}
+    nums = {f"reference VX count acc {vx_label}": ref_vx_acc, "reference VX count acc 12-23": ref_vx_all,
+            "reference VX EQ acc": ref_vx_eq, "min text NUM acc": tn, "min text EQ acc": te}
     bad = []
     if ref_vx_acc is None:
         bad.append("the VX-trained reference was not run (run_vx_reference=False), so nothing shows VX is "
                    "learnable at this scale")
     else:
         if ref_vx_acc < t:
-            bad.append(f"the VX-trained reference counts only {_pct(ref_vx_acc)} of VX boards (< {_pct(t)}): the "
+            bad.append(f"the VX-trained reference counts only {_pct(ref_vx_acc)} of VX boards ({vx_label}; < {_pct(t)}): the "
                        "collapse could be a capacity artefact")
         if ref_vx_eq < t:
             bad.append(f"the VX-trained reference compares only {_pct(ref_vx_eq)} of VX pairs (< {_pct(t)})")
@@ -311,25 +316,44 @@ def _ok(*tests_and_values) -> list[bool]:
     return [bool(all(c[i] for c in cols)) for i in range(len(cols[0]))]
 
 
-def c1(id_acc, vx_acc, fx_acc, text_acc) -> dict:
+def c1(id_acc, vx_acc, fx_acc, text_acc, vx_all=None, vx_within1=None, vx_in_range=None,
+       clamp: dict | None = None, vx_label: str = "12-22") -> dict:
     """Exact-count accuracy of the VLM on ID, VX and FX boards and its text NUM accuracy after fine-tuning: seed ×
     item 0/1 tables (or per-seed accuracies). ID >= 90 %, VX <= 10 %, text >= 90 %, each by its 95 % interval, and
-    the condition in ⌈2n/3⌉ seeds (:func:`decide`); FX is descriptive."""
+    the condition in ⌈2n/3⌉ seeds (:func:`decide`); FX is descriptive.
+
+    ``vx_acc`` is scored on the VX counts ``vx_label`` (``experiments.vx_scored``: 12–22, issue 46): every model
+    answers 22–23 to boards of about 20 stones and more, so count 23 is right by saturation. Reported beside it,
+    with their intervals, deciding nothing: ``vx_all`` (exact on all of VX, 12–23), ``vx_within1`` (|answer − n|
+    <= 1 on VX), ``vx_in_range`` (share of VX answers inside 12–23), and ``clamp`` (``experiments.clamp_baseline``:
+    what a constant answer of 23 scores)."""
     ti = interval_test(id_acc, T["C1_id"], ">=")
     tv = interval_test(vx_acc, T["C1_vx"], "<=")
     tt = interval_test(text_acc, T["C1_text"], ">=")
     tf = interval_test(fx_acc, T["C1_fx"], "<=")
     per = _ok((ti, id_acc), (tv, vx_acc), (tt, text_acc))
-    d = decide([("ID", ti, _pct), ("VX", tv, _pct), ("text", tt, _pct)], per)
-    return dict(holds=d["holds"], inconclusive=d["inconclusive"],
-                threshold=f"ID >= 90 %, VX <= 10 %, text >= 90 %, each by its 95 % CI over seeds × items, and in "
-                          f">= {d['need']} of {len(per)} seeds",
-                numbers={**_per_seed("ID acc", id_acc), **_per_seed("VX acc", vx_acc), **_per_seed("FX acc", fx_acc),
-                         **_per_seed("text NUM acc", text_acc), "seeds meeting": f"{d['count']} of {len(per)}",
-                         **_ci_numbers("ID acc", ti), **_ci_numbers("VX acc", tv), **_ci_numbers("FX acc", tf),
-                         **_ci_numbers("text NUM acc", tt)},
+    d = decide([("ID", ti, _pct), (f"VX ({vx_label})", tv, _pct), ("text", tt, _pct)], per)
+    extra, said = {}, []
+    for name, v in (("VX acc 12-23", vx_all), ("VX within ±1", vx_within1), ("VX answers in 12-23", vx_in_range)):
+        if v is not None:
+            t = interval_test(v, 0.5, ">=")
+            extra.update({**_per_seed(name, v), **_ci_numbers(name, t)})
+            said.append(f"{name} {_pct(t.estimate)} (95 % CI {_ci(t, _pct)})")
+    if clamp is not None:
+        extra.update({f"clamp baseline (always {k})": v for k, v in clamp.items()})
+        said.append(f"a clamp answering the largest text number to every board scores {_pct(clamp['scored'])} on "
+                    f"{vx_label}, {_pct(clamp['all VX'])} on 12-23 and {_pct(clamp['within 1'])} within ±1")
+    tail = f"; reported, deciding nothing: {'; '.join(said)}" if said else ""
+    return dict(holds=d["holds"], inconclusive=d["inconclusive"] and d["inconclusive"] + tail,
+                threshold=f"ID >= 90 %, VX ({vx_label}) <= 10 %, text >= 90 %, each by its 95 % CI over seeds × "
+                          f"items, and in >= {d['need']} of {len(per)} seeds",
+                numbers={**_per_seed("ID acc", id_acc), **_per_seed(f"VX acc {vx_label}", vx_acc),
+                         **_per_seed("FX acc", fx_acc), **_per_seed("text NUM acc", text_acc),
+                         "seeds meeting": f"{d['count']} of {len(per)}",
+                         **_ci_numbers("ID acc", ti), **_ci_numbers(f"VX acc {vx_label}", tv),
+                         **_ci_numbers("FX acc", tf), **_ci_numbers("text NUM acc", tt), **extra},
                 reason=f"exact-count accuracy: {d['reason']}; FX {_pct(tf.estimate)} (95 % CI {_ci(tf, _pct)}, "
-                       f"descriptive)")
+                       f"descriptive){tail}")
 
 
 def c2(count_vx, count_fx, patch_acc, floors: dict) -> dict:
@@ -394,14 +418,16 @@ def c3(mae_vx, mae_fx, floors: dict) -> dict:
                 reason=f"the ID-fitted ridge probe: {d['reason']} (FX MAE {fx:.2f}){qual}")
 
 
-def c4(eq_vx, enum_vx, text_eq: Sequence[float], equal_on_pos: Sequence[float], equal_on_neg: Sequence[float]) -> dict:
-    """Image-EQ correctness on VX pairs and VX enumeration correctness (seed × item 0/1, or per-seed accuracies),
+def c4(eq_vx, enum_vx, text_eq: Sequence[float], equal_on_pos: Sequence[float], equal_on_neg: Sequence[float],
+       vx_label: str = "12-22") -> dict:
+    """Image-EQ correctness on VX pairs and VX enumeration correctness (seed × item 0/1, or per-seed accuracies;
+    enumeration scored on the counts ``vx_label`` as C1's),
     text EQ accuracy (the gate), and the rates of 'equal' answers on VX positives and negatives (per seed).
     VX EQ >= 75 % and VX enumeration <= 10 %, each by its 95 % interval, and in ⌈2n/3⌉ seeds."""
     te = interval_test(eq_vx, T["C4_eq"], ">=")
     tn = interval_test(enum_vx, T["C4_enum"], "<=")
     per = _ok((te, eq_vx), (tn, enum_vx))
-    d = decide([("VX comparison accuracy", te, _pct), ("VX enumeration", tn, _pct)], per)
+    d = decide([("VX comparison accuracy", te, _pct), (f"VX enumeration ({vx_label})", tn, _pct)], per)
     mt = float(np.mean(text_eq))
     gate = (f"text-only EQ accuracy is {_pct(mt)} (< {_pct(T['C4_text_eq'])}): the decoder cannot compare even "
             "strings" if mt < T["C4_text_eq"] else None)
@@ -410,7 +436,8 @@ def c4(eq_vx, enum_vx, text_eq: Sequence[float], equal_on_pos: Sequence[float], 
               f"and {neg} of the negatives")
     inconc = gate if gate else d["inconclusive"] and f"{d['inconclusive']}; 'equal' on {pos} of positives, {neg} of negatives"
     return dict(holds=d["holds"] if not gate else None, inconclusive=inconc,
-                threshold=f"VX EQ >= 75 % and VX enumeration <= 10 %, each by its 95 % CI over seeds × items, and in "
+                threshold=f"VX EQ >= 75 % and VX enumeration ({vx_label}) <= 10 %, each by its 95 % CI over seeds × "
+                          f"items, and in "
                           f">= {d['need']} of {len(per)} seeds",
                 numbers={**_per_seed("VX EQ acc", eq_vx), **_per_seed("VX enumeration acc", enum_vx),
                          "text EQ acc": mt, "'equal' on VX positives": float(np.mean(equal_on_pos)),
@@ -437,31 +464,42 @@ def c5a(share_in_id, mean_pred_vx: Sequence[float], mean_true_vx: float) -> dict
 
 def c5b(img_within, text_within) -> dict:
     """Whether each mapped VX image state and each held-out VX text state is decoded within ±2 (seed × item 0/1, or
-    per-seed shares). Images <= 30 % and text >= 80 %, each by its 95 % interval, and in ⌈2n/3⌉ seeds."""
+    per-seed shares). Images <= 30 % and text >= 80 %, each by its 95 % interval, and in ⌈2n/3⌉ seeds.
+
+    Returns ``needs`` too, the controls the verdict rests on (issue 46: a control gates only what it certifies).
+    K3 certifies that the map *could* send VX states within ±2, so it guards "images <= 30 %" against a map that
+    cannot extrapolate; when the image part fails (its interval lies wholly above 30 %), the map did send the
+    image states within ±2, which shows by itself that it extrapolates, and K3 is not needed for that failure."""
     ti = interval_test(img_within, T["C5b_img"], "<=")
     tt = interval_test(text_within, T["C5b_text"], ">=")
     per = _ok((ti, img_within), (tt, text_within))
     d = decide([("mapped VX image states within ±2", ti, _pct), ("held-out VX text states within ±2", tt, _pct)], per)
+    self_certified = d["holds"] is False and ti.word == "fails"
+    reason = d["reason"] + ("; the map sent the image states within ±2 itself, so this failure needs no K3 (which "
+                            "guards only a low image score against a map that cannot extrapolate)"
+                            if self_certified else "")
     return dict(holds=d["holds"], inconclusive=d["inconclusive"],
                 threshold=f"images within ±2 <= 30 % and text >= 80 %, each by its 95 % CI over seeds × items, and in "
                           f">= {d['need']} of {len(per)} seeds",
                 numbers={**_per_seed("VX images within ±2", img_within), **_per_seed("VX text within ±2", text_within),
-                         **_ci_numbers("VX images within ±2", ti), **_ci_numbers("VX text within ±2", tt)},
-                reason=d["reason"])
+                         **_ci_numbers("VX images within ±2", ti), **_ci_numbers("VX text within ±2", tt),
+                         "K3 needed": not self_certified},
+                reason=reason, needs=("K1", "K5") if self_certified else ("K1", "K3", "K5"))
 
 
-def c6(vx_acc, vlm_vx_acc) -> dict:
+def c6(vx_acc, vlm_vx_acc, vx_label: str = "12-22") -> dict:
     """The unified-space control's exact-count correctness on VX boards (seed × board 0/1, or per-seed accuracies;
-    None if not run) and the plain VLM's (either form). VX >= 70 % by its 95 % interval and in ⌈2n/3⌉ seeds."""
+    None if not run) and the plain VLM's (either form), both scored on the VX counts ``vx_label`` as C1's. VX >= 70 %
+    by its 95 % interval and in ⌈2n/3⌉ seeds."""
     if vx_acc is None:
         return dict(holds=None, threshold=f"VX exact acc >= {_pct(T['C6_vx'])}", numbers={},
                     inconclusive="the unified-space control was not run (run_control=False)")
     t = interval_test(vx_acc, T["C6_vx"], ">=")
     per = _ok((t, vx_acc))
-    d = decide([("the unified-space control's VX exact-count accuracy", t, _pct)], per)
+    d = decide([(f"the unified-space control's VX ({vx_label}) exact-count accuracy", t, _pct)], per)
     plain = _pct(float(np.mean(seed_values(vlm_vx_acc))))
     return dict(holds=d["holds"], inconclusive=d["inconclusive"] and f"{d['inconclusive']}; the plain VLM {plain}",
-                threshold=f"VX exact acc >= {_pct(T['C6_vx'])} by its 95 % CI over seeds × boards, and in "
+                threshold=f"VX ({vx_label}) exact acc >= {_pct(T['C6_vx'])} by its 95 % CI over seeds × boards, and in "
                           f">= {d['need']} of {len(per)} seeds",
                 numbers={**_per_seed("unified VX acc", vx_acc), "plain VLM VX acc": float(np.mean(seed_values(vlm_vx_acc))),
                          **_ci_numbers("unified VX acc", t)},
