@@ -14,7 +14,7 @@ by per-operation overhead, not arithmetic (card, "Compiled kernel").
 from .config import WEIGHTINGS, Config
 from .decode import completion_mask, generate, generate_full
 from .evaluate import (accuracy, evaluate_model, gsnr, gsnr_from_grads, mean_exit_pdf, per_loop_accuracy,
-                       rollout_logit_grads, sft_by_temperature, task_a_correct, task_b_correct)
+                       rollout_logit_grads, sft_by_temperature, best_temperature, val_set, held_out, task_a_correct, task_b_correct)
 from . import verdicts
 from .experiments import Experiment, paired_t, reward_curves, rl_seeds, run_experiment
 from .model import LoopedLM, LoopOutput, build_model, exit_pdf_from_gates, n_params
@@ -42,7 +42,7 @@ __all__ = [
     "join_completions", "rl_prompts", "rl_step", "train_rl", "RLRun", "clone_model",
     # evaluation
     "accuracy", "per_loop_accuracy", "task_a_correct", "task_b_correct", "mean_exit_pdf", "evaluate_model",
-    "gsnr", "gsnr_from_grads", "rollout_logit_grads", "sft_by_temperature",
+    "gsnr", "gsnr_from_grads", "rollout_logit_grads", "sft_by_temperature", "best_temperature", "val_set", "held_out",
     # experiments
     "Experiment", "run_experiment", "rl_seeds", "paired_t", "reward_curves",
 ]

@@ -29,7 +29,7 @@ import torch
 from .decode import generate
 from .model import LoopedLM
 from .rl import group_advantages, join_completions
-from .tasks import TOK, Problem, batch_rewards, exact_match, lucky_guesses
+from .tasks import TOK, Problem, batch_rewards, chain_batch, eval_sets, exact_match, lucky_guesses, sample_depths
 
 
 def _stack(problems: Sequence[Problem]) -> tuple[torch.Tensor, np.ndarray]:
@@ -99,15 +99,21 @@ def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int
     Hard split: greedy and sampled accuracy (``n_samples`` per problem at ``temperature``, the primary metric),
     each also decoding with only t loops (``per_loop``, ``per_loop_sampled``; the last entry is the full
     model), lucky guesses among the sampled rewards, accuracy by depth; easy split and task B greedy; the mean
+    exit distribution. The full-depth greedy accuracy ``hard`` (and ``by_depth``) is taken over ``sets["hard"]``
+    plus ``sets["hard_extra"]`` when given (greedy decoding is cheap, and more problems shrink the seed-to-seed
+    spread of a greedy gain, which is mostly which few problems flip); ``per_loop`` uses ``sets["hard"]`` alone.
+    The mean
     exit distribution. The sampling generator of loop depth t is seeded by (``sample_seed``, t) alone, so
     every model draws the same random numbers (common random numbers make the paired differences sharper).
     """
     T = model.t_max
     max_new_b = max(len(p.completion) for p in sets["B"])     # task B needs up to 10 tokens, task A fewer
-    hard = task_a_correct(model, sets["hard"], max_new)
+    n_hard = len(sets["hard"])
+    greedy_set = list(sets["hard"]) + list(sets.get("hard_extra", []))
+    hard = task_a_correct(model, greedy_set, max_new)          # the full-depth greedy metric, on the larger set
     easy = task_a_correct(model, sets["easy"], max_new)
     per_loop = [float(task_a_correct(model, sets["hard"], max_new, n_loops=t).mean()) for t in range(1, T)]
-    per_loop.append(float(hard.mean()))
+    per_loop.append(float(hard[:n_hard].mean()))
     per_loop_s, lucky = [], None
     for t in range(1, T + 1):
         gen = torch.Generator().manual_seed(int(sample_seed) * 1000 + 17 * t + 5)
@@ -116,7 +122,7 @@ def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int
         per_loop_s.append(float(r.mean()))
         if t == T:
             sampled, lucky = r, lk
-    depth_h = np.array([p.depth for p in sets["hard"]])
+    depth_h = np.array([p.depth for p in greedy_set])
     depth_e = np.array([p.depth for p in sets["easy"]])
     by_depth = {int(d): float(easy[depth_e == d].mean()) for d in np.unique(depth_e)}
     by_depth |= {int(d): float(hard[depth_h == d].mean()) for d in np.unique(depth_h)}
@@ -149,6 +155,52 @@ def sft_by_temperature(model: LoopedLM, problems: Sequence[Problem], max_new: in
         out[f"{tau:g}"] = float(task_a_correct(model, problems, max_new, temperature=tau, n_samples=n_samples,
                                                generator=gen).mean())
     return out
+
+
+def val_set(seed: int, n: int, pad_slots: str = "random", stride: int = 1) -> list[Problem]:
+    """A validation split of ``n`` hard (depth 5–6) task-A problems from its own random stream, disjoint in
+    construction from :func:`repro.rltt.tasks.eval_sets` (whose sets it leaves unchanged): where control K2
+    chooses the SFT model's best temperature, so that the test split only scores that choice."""
+    rng = np.random.default_rng([seed, 12, 0x7A1])
+    d = sample_depths(rng, n, (5, 6))
+    p, c, a = chain_batch(rng, d, pad_slots, stride)
+    return [Problem(p[i].tolist(), c[i].tolist(), int(a[i]), int(d[i])) for i in range(n)]
+
+
+def held_out(cfg) -> dict[str, list[Problem]]:
+    """Every held-out set of the chapter: :func:`repro.rltt.tasks.eval_sets` (``hard``, ``easy``, ``B``), the
+    validation split ``val`` of control K2 (:func:`val_set`), and ``hard_extra``: ``n_eval_greedy − n_eval`` more
+    hard problems from their own stream, on which (with ``hard``) the greedy accuracy is measured."""
+    sets = eval_sets(cfg.seed, cfg.n_eval, cfg.pad_slots, cfg.trace_stride)
+    sets["val"] = val_set(cfg.seed, cfg.n_eval, cfg.pad_slots, cfg.trace_stride)
+    rng = np.random.default_rng([cfg.seed, 12, 0xE7A2])
+    n = cfg.n_eval_greedy - cfg.n_eval
+    d = sample_depths(rng, n, (5, 6))
+    p, c, a = chain_batch(rng, d, cfg.pad_slots, cfg.trace_stride)
+    sets["hard_extra"] = [Problem(p[i].tolist(), c[i].tolist(), int(a[i]), int(d[i])) for i in range(n)]
+    return sets
+
+
+def best_temperature(model: LoopedLM, val: Sequence[Problem], test: Sequence[Problem], max_new: int,
+                     n_samples: int, temperature: float, sample_seed: int = 0,
+                     grid: Sequence[float] = RETEMPER_GRID) -> dict:
+    """The SFT baseline of control K2 at its own best temperature, chosen on a validation split (issue 46).
+
+    The grid is greedy, ``grid`` and the rollout ``temperature`` (GRPO's own); the temperature with the highest
+    accuracy on ``val`` is chosen (ties go to greedy), and ``test`` is scored at that choice, so the choice is not
+    fitted to the numbers it is judged on. Returns ``val`` (accuracy by temperature on the validation split),
+    ``best`` (the key chosen), ``test`` (the test accuracy there) and ``test_all``: the test accuracy greedy, at
+    the rollout τ and at the choice (the numbers K2 reads; the other temperatures are not scored on test). Test
+    samples use the generator seed of :func:`evaluate_model`'s full-depth sampled accuracy (common random numbers),
+    the validation ones their own."""
+    by_val = sft_by_temperature(model, val, max_new, n_samples, temperature, sample_seed + 1, grid)
+    best = max(by_val, key=lambda k: (by_val[k], k == "greedy"))
+    keys = {"greedy", f"{float(temperature):g}", best}
+    taus = [float(k) for k in keys if k != "greedy"]
+    by_test = sft_by_temperature(model, test, max_new, n_samples, temperature, sample_seed,
+                                 grid=[t for t in taus if t != float(temperature)])
+    by_test = {k: v for k, v in by_test.items() if k in keys}
+    return {"val": by_val, "best": best, "test": by_test[best], "test_all": by_test}
 
 
 # ----------------------------------------------------------------------------- GSNR

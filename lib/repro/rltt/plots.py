@@ -44,7 +44,7 @@ def reward_panel(ax: plt.Axes, exp: Experiment, methods: Sequence[str], window: 
                    color=style.color(m), marker=None)
     ax.set_xlabel("RL step")
     ax.set_ylabel(f"mean reward of the rollouts (trailing {window}-step mean)")
-    ax.set_title("Training reward, task A depths 4-6")
+    ax.set_title("Training reward (task A, RL prompts)")
     ax.legend()
 
 

@@ -250,7 +250,7 @@ def train_rl(sft_model: LoopedLM, methods: Sequence[str], cfg, seed: int) -> dic
     rng = np.random.default_rng([seed, 12, 0x21])
     order = list(methods)
     for step in range(cfg.rl_steps):
-        prompts, answers = rl_prompts(rng, cfg.prompts_per_step, cfg.pad_slots)
+        prompts, answers = rl_prompts(rng, cfg.prompts_per_step, cfg.pad_slots, getattr(cfg, "rl_depths", (4, 5, 6)))
         for m in (order if step % 2 == 0 else order[::-1]):
             gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + step)
             rl_step(runs[m], ref, prompts, answers, cfg, gen)

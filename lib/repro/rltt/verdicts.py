@@ -18,10 +18,10 @@ Rules.
   loops carry a graded computation that trajectory credit (C3) can act on. **K2**: GRPO's mean gain over SFT
   on the primary metric exceeds twice the half-width of its 95 % CI over seeds, i.e. RL moves the policy well
   beyond seed noise (the card's "GRPO's own gain is inside its CI" rule, made a guard for holds and fails alike),
-  measured against the SFT model at its best temperature (greedy or re-tempered), or greedy against greedy
-  (issue 46), so that sharpening alone, which re-tempering reproduces and which leaves greedy decoding unchanged,
+  measured against the SFT model at its best temperature (greedy or re-tempered; chosen on a validation split
+  and scored on the test split), or greedy against greedy (issue 46), so that sharpening alone, which re-tempering reproduces and which leaves greedy decoding unchanged,
   does not pass it.
-  C1, C3, C4, C5 need K2; C3 also needs K1.
+  C1, C3, C4, C5a, C5b need K2; C3 also needs K1.
 * C1, C3 (the card's "in >= 4 of 5 seeds"; CONTRIBUTING's seed-count rule of issue 41): hold only when RLTT wins
   in >= ceil(0.8 n) seeds *and* the paired comparison (:func:`repro.common.compare_paired`) says ``better``; fail
   only when the count is missed *and* the comparison says ``worse`` (GRPO measurably higher); anything else -- a
@@ -33,8 +33,11 @@ Rules.
   could have detected (80 % power, two-sided 5 %), so that a null result says how large an effect it rules out.
 * C4 is a "no worse than" claim with the card's margin of 1 point: holds when the paired CI of RLTT − GRPO on
   task B lies above −1 point, fails when it lies wholly below, inconclusive when it straddles.
-* C5 ("RLTT-trained >= GRPO-trained in mean log-GSNR", no margin in the card): holds on ``better``, fails on
-  ``worse``, inconclusive on ``no measurable difference``.
+* C5 ("RLTT-trained >= GRPO-trained in mean log-GSNR", no margin in the card) is decided in its two parts
+  (issue 46), because the repo's mean puts every prompt without reward variance at log 1e-8 and so mixes how
+  often a prompt carries signal with how clean that signal is: C5a, the share of prompts at that floor (RLTT's
+  no larger), and C5b, the mean log-GSNR over the other prompts (RLTT's no smaller). Each holds on ``better``,
+  fails on ``worse``, and is inconclusive on ``no measurable difference`` of its paired CI over seeds.
 * C2 compares median wall times within one process (methods alternate step by step). The ratio of medians is
   decided by its 95 % bootstrap interval (:func:`step_ratio_ci`): seeds resampled, then steps within each drawn
   seed, the same (seed, step) pairs for both methods; it holds when the interval lies at or below 1.10, fails when
@@ -76,9 +79,12 @@ CLAIMS = {
           "(primary: sampled accuracy; greedy secondary).",
     "C4": "Transfer: trained with RL only on the arithmetic task, RLTT's accuracy on the held-out "
           "non-arithmetic task B is >= GRPO's − 1 point (no negative transfer).",
-    "C5": "Signal quality: the GSNR of the repo (final-loop logit gradients, same GRPO loss for both), "
-          "measured on the RL-trained checkpoints, is >= for RLTT-trained than for GRPO-trained models "
-          "in mean log-GSNR.",
+    "C5a": "Signal quality (a), the floor: of the GSNR prompts of the repo's metric (final-loop logit gradients, same "
+           "GRPO loss for both, >= 256 held-out prompts), the RL-trained RLTT checkpoints have no larger a share at "
+           "the floor (all rollouts rewarded alike, GSNR 0) than the GRPO-trained ones; with C5b the card's "
+           "'RLTT >= GRPO in mean log-GSNR', whose mean mixes the two parts.",
+    "C5b": "Signal quality (b), the signal prompts: over the GSNR prompts that carry signal, mean log-GSNR of the "
+           "RLTT-trained checkpoints >= the GRPO-trained ones'.",
 }
 
 #: Positive controls: could this run see an effect of each claim's kind?
@@ -88,8 +94,9 @@ CONTROLS = {
           "(greedy and sampled).",
     "K2": "RL moves the policy beyond sharpening: GRPO's mean gain exceeds twice the half-width of its 95 % CI "
           "over seeds either (i) on the primary metric (sampled hard accuracy at τ) against the SFT model at its "
-          "best temperature (greedy, or re-tempered to τ ∈ {0.3, 0.5, 0.7, τ}), or (ii) greedy against greedy "
-          "(re-tempering leaves greedy decoding unchanged).",
+          "best temperature (greedy, or re-tempered to τ ∈ {0.3, 0.5, 0.7, τ}; chosen on a validation split, "
+          "scored on the test split), or (ii) greedy against greedy (re-tempering leaves greedy decoding "
+          "unchanged).",
 }
 
 
@@ -161,37 +168,44 @@ def _gain(values: Sequence[float], ref: float) -> tuple[float, float, bool, floa
     n = gain.size
     m, h = mean_ci(gain) if n > 1 else (float(gain.mean()) if n else float("nan"), float("inf"))
     m, h = float(m), float(h)
-    ok = bool(n > 1 and math.isfinite(h) and m > T["K2_ci_multiple"] * h)
+    # no spread at all over seeds (every RL seed gave the same number: RL switched off, or a degenerate metric) is
+    # no interval, so it passes nothing
+    ok = bool(n > 1 and math.isfinite(h) and h > 0 and m > T["K2_ci_multiple"] * h)
     return m, h, ok, (m / h if n > 1 and h > 0 else float("nan"))
 
 
-def k2(grpo_primary: Sequence[float], sft_by_tau: dict[str, float], rollout_tau: float,
-       grpo_greedy: Sequence[float] | None = None) -> dict:
-    """GRPO's per-seed primary metric (sampled hard accuracy at the rollout τ) and greedy hard accuracy; the SFT
-    model's hard accuracy greedy and re-tempered (:func:`repro.rltt.evaluate.sft_by_temperature`; the same
-    checkpoint for every seed).
+def k2(grpo_primary: Sequence[float], sft_best: dict, rollout_tau: float,
+       grpo_greedy: Sequence[float] | None = None, sft_greedy: float | None = None) -> dict:
+    """GRPO's per-seed primary metric (sampled hard accuracy at the rollout τ) and greedy hard accuracy (test split);
+    ``sft_best`` is :func:`repro.rltt.evaluate.best_temperature` of the SFT model (the same checkpoint for every
+    seed): its temperature chosen on the validation split over greedy, the re-tempering grid and the rollout τ,
+    its test accuracy there (``test``), and its test accuracy greedy and at the rollout τ (``test_all``).
+    ``sft_greedy``: the SFT model's greedy accuracy on the same problems as ``grpo_greedy`` (default
+    ``test_all["greedy"]``; the chapter measures greedy accuracy on a larger hard set).
 
     Temperature-aware (issue 46): RL that only sharpens the sampling distribution is reproduced by lowering the
     SFT model's temperature, and it leaves greedy decoding unchanged. So K2 holds when GRPO beats the SFT model
-    (i) on the primary metric against the SFT model at *its best* temperature, or (ii) greedy against greedy,
-    each by more than twice the 95 % CI half-width of the gain over seeds."""
-    best_key = max(sft_by_tau, key=lambda k: sft_by_tau[k])
-    sft_best = float(sft_by_tau[best_key])
-    sft_roll = float(sft_by_tau.get(f"{float(rollout_tau):g}", float("nan")))
+    (i) on the primary metric against the SFT model at *its best* temperature (chosen on validation, scored on
+    test), or (ii) greedy against greedy, each by more than twice the 95 % CI half-width of the gain over seeds."""
+    best_key = sft_best["best"]
+    sft_at_best = float(sft_best["test"])
+    test_all = sft_best["test_all"]
+    tau = f"{float(rollout_tau):g}"
+    sft_roll = float(test_all.get(tau, float("nan")))
     best_txt = "greedy" if best_key == "greedy" else f"τ = {best_key}"
     n = len(grpo_primary)
-    m, h, ok_s, ratio = _gain(grpo_primary, sft_best)
+    m, h, ok_s, ratio = _gain(grpo_primary, sft_at_best)
     naive = float(np.mean(grpo_primary)) - sft_roll if n else float("nan")
-    tau = f"{float(rollout_tau):g}"
-    txt_s = (f"(i) GRPO at τ = {tau} gains {_pts(m)} points over the SFT model at its best temperature ({best_txt}: "
-             f"{100 * sft_best:.2f} %; {_pts(naive)} points over SFT at τ = {tau}), 95 % CI half-width {100 * h:.2f} "
-             f"(gain/half-width {ratio:.2f})")
+    txt_s = (f"(i) GRPO at τ = {tau} gains {_pts(m)} points over the SFT model at its best temperature ({best_txt}, "
+             f"chosen on the validation split: {100 * sft_at_best:.2f} % on test; {_pts(naive)} points over SFT at "
+             f"τ = {tau}), 95 % CI half-width {100 * h:.2f} (gain/half-width {ratio:.2f})")
     ok_g, nums_g, txt_g = False, {}, "(ii) GRPO's greedy accuracy was not given"
     if grpo_greedy is not None:
-        mg, hg, ok_g, rg = _gain(grpo_greedy, sft_by_tau["greedy"])
+        sg = float(test_all["greedy"] if sft_greedy is None else sft_greedy)
+        mg, hg, ok_g, rg = _gain(grpo_greedy, sg)
         nums_g = {"GRPO greedy gain (points)": 100 * mg, "greedy CI half-width (points)": 100 * hg,
                   "greedy gain / half-width": rg, "GRPO greedy per seed": np.asarray(grpo_greedy, float).tolist()}
-        txt_g = (f"(ii) greedy, GRPO gains {_pts(mg)} points over SFT's {100 * sft_by_tau['greedy']:.2f} %, 95 % CI "
+        txt_g = (f"(ii) greedy, GRPO gains {_pts(mg)} points over SFT's {100 * sg:.2f} %, 95 % CI "
                  f"half-width {100 * hg:.2f} (gain/half-width {rg:.2f})")
     ok = ok_s or ok_g
     head = f"over {n} seed(s): {txt_s}; {txt_g}"
@@ -203,12 +217,14 @@ def k2(grpo_primary: Sequence[float], sft_by_tau: dict[str, float], rollout_tau:
         reason = (head + f"; neither > {T['K2_ci_multiple']:g}: RL did not move the policy clearly beyond what "
                   "re-tempering the SFT model gives (sharpening), and seed noise")
     return dict(holds=ok, threshold=f"gain > {T['K2_ci_multiple']:g} × 95 % CI half-width over seeds, (i) sampled at "
-                                    "τ vs SFT at its best temperature, or (ii) greedy vs greedy",
+                                    "τ vs SFT at its best temperature (chosen on a validation split), or (ii) greedy "
+                                    "vs greedy",
                 numbers={"GRPO gain over best-τ SFT (points)": 100 * m, "CI half-width (points)": 100 * h,
-                         "gain / half-width": ratio, "seeds": n, "SFT best temperature": best_key,
+                         "gain / half-width": ratio, "seeds": n, "SFT best temperature (validation)": best_key,
                          "GRPO gain over SFT at rollout τ (points)": 100 * naive,
                          "GRPO per seed": np.asarray(grpo_primary, float).tolist(), **nums_g,
-                         **{f"SFT at {k}": float(v) for k, v in sft_by_tau.items()}},
+                         **{f"SFT val at {k}": float(v) for k, v in sft_best["val"].items()},
+                         **{f"SFT test at {k}": float(v) for k, v in test_all.items()}},
                 reason=reason)
 
 
@@ -375,16 +391,33 @@ def c4(rltt_b: Sequence[float], grpo_b: Sequence[float], sft_b: float) -> dict:
                 inconclusive=inconclusive, needs=("K2",))
 
 
-def c5(rltt_gsnr: Sequence[float], grpo_gsnr: Sequence[float], extra: dict | None = None) -> dict:
-    """Per-seed mean log-GSNR of the RLTT- and GRPO-trained checkpoints (``extra``: numbers shown alongside)."""
-    r, g = np.asarray(rltt_gsnr, float), np.asarray(grpo_gsnr, float)
-    cmp = compare_paired(r, g)
-    nums = {"RLTT log-GSNR": float(r.mean()), "GRPO log-GSNR": float(g.mean()), **cmp.numbers(),
+def _c5_part(r: np.ndarray, g: np.ndarray, higher_is_better: bool, what: str, fmt: str, extra: dict | None) -> dict:
+    cmp = compare_paired(r, g, higher_is_better=higher_is_better)
+    nums = {f"RLTT {what}": float(r.mean()), f"GRPO {what}": float(g.mean()), **cmp.numbers(),
             "t-test p": cmp.p_value, **(extra or {})}
-    txt = (f"RLTT − GRPO in mean log-GSNR = {cmp.mean_diff:+.3f}, 95 % CI [{cmp.ci_lo:+.3f}, {cmp.ci_hi:+.3f}] "
-           f"({cmp.word})")
+    sign = "" if higher_is_better else " (lower is better; the difference is GRPO − RLTT)"
+    d = float(r.mean() - g.mean())
+    txt = (f"RLTT − GRPO in {what} = {d:+{fmt}}, 95 % CI of the advantage [{cmp.ci_lo:+{fmt}}, {cmp.ci_hi:+{fmt}}]"
+           f"{sign} ({cmp.word})")
     inconclusive = _few_seeds(r.size)
     if not inconclusive and not cmp.better and not cmp.worse:
         inconclusive = txt + ": the card's '>=' cannot be told from equality within seed noise"
-    return dict(holds=cmp.better, threshold="paired 95 % CI of RLTT − GRPO in mean log-GSNR > 0",
-                numbers=nums, reason=txt, inconclusive=inconclusive, needs=("K2",))
+    return dict(holds=cmp.better, numbers=nums, reason=txt, inconclusive=inconclusive, needs=("K2",))
+
+
+def c5a(rltt_floor: Sequence[float], grpo_floor: Sequence[float], extra: dict | None = None) -> dict:
+    """C5, part (a): per-seed share of the GSNR prompts at the floor (all R rollouts rewarded alike, so Â = 0 and
+    GSNR = 0, log-GSNR = log 1e-8) for the RLTT- and GRPO-trained checkpoints. The card's mean log-GSNR is
+    (1 − share) × (mean over signal prompts) + share × log 1e-8, so a lower share is a higher mean: RLTT's share
+    <= GRPO's, decided by the paired 95 % CI over seeds (issue 46 decides this part and C5b separately)."""
+    r, g = np.asarray(rltt_floor, float), np.asarray(grpo_floor, float)
+    out = _c5_part(r, g, False, "share of prompts at the GSNR floor", ".3f", extra)
+    return out | dict(threshold="paired 95 % CI of GRPO − RLTT in the floor share > 0 (RLTT's share lower)")
+
+
+def c5b(rltt_signal: Sequence[float], grpo_signal: Sequence[float], extra: dict | None = None) -> dict:
+    """C5, part (b): per-seed mean log-GSNR over the prompts that carry signal (rewards not all equal): RLTT >= GRPO,
+    decided by the paired 95 % CI over seeds."""
+    r, g = np.asarray(rltt_signal, float), np.asarray(grpo_signal, float)
+    out = _c5_part(r, g, True, "mean log-GSNR of the signal prompts", ".3f", extra)
+    return out | dict(threshold="paired 95 % CI of RLTT − GRPO in mean log-GSNR over signal prompts > 0")
