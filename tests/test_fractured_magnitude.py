@@ -472,6 +472,15 @@ def test_c6_holds_fails_and_needs_the_control_run():
     assert V.c6([0.9, 0.8, 0.5], [0.0] * 3)["holds"] is None
 
 
+def test_c6_is_decided_on_all_of_vx_with_12_to_22_only_reported():
+    """C1 leaves 23 out because the plain VLM answers it by saturation; the unified control is not saturated there,
+    so C6 keeps the card's 12-23 (leaving 23 out would only favour it) and reports 12-22."""
+    r = V.c6(table([0.69, 0.69, 0.685]), table([0.1] * 3), vx_scored=[0.75, 0.74, 0.74])
+    assert "VX (12-23)" in (r["inconclusive"] or r["reason"])
+    assert r["numbers"]["unified VX acc 12-22 (reported)"] == pytest.approx(0.7433, abs=1e-3)
+    assert r["numbers"]["unified VX acc"] == pytest.approx(0.688, abs=1e-2)
+
+
 def test_c6_is_inconclusive_within_noise_of_the_bar():
     r = V.c6(table([0.65, 0.70, 0.75]), table([0.0] * 3))
     lo, hi = r["numbers"]["unified VX acc ci95"]
