@@ -108,6 +108,44 @@ def test_loss_masks_everything_but_the_response():
     assert torch.allclose(ep.sft_loss(m, b), manual)
 
 
+def test_output_head_is_not_tied_to_the_input_embedding():
+    """Issue 46: with the head tied to the token embedding, the uniform prediction over letters (learned first)
+    pulls the 26 letter embeddings together, and the base never learned to read the input's letters (copy and
+    reverse stayed at their unigram floor; even a 1-block model could not learn reverse's first letter, a fixed
+    offset, in 300 steps, while the untied head reached 0.15 nats)."""
+    m = ep.CharGPT(16, 1)
+    assert m.head.weight.data_ptr() != m.tok.weight.data_ptr()
+    assert m(torch.zeros(1, 3, dtype=torch.long)).shape == (1, 3, ep.VOCAB_SIZE)
+
+
+def test_rotary_scores_depend_only_on_the_offset():
+    from repro.ep_order.model import rotary
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 1, 1, 16), torch.randn(1, 1, 1, 16)
+    L = 12
+    qs, ks = rotary(q.expand(1, 1, L, 16).contiguous()), rotary(k.expand(1, 1, L, 16).contiguous())
+    s = (qs[0, 0] @ ks[0, 0].T)
+    assert torch.allclose(s[5, 2], s[9, 6], atol=1e-5) and torch.allclose(s[3, 3], s[11, 11], atol=1e-5)
+    assert not torch.allclose(s[5, 2], s[5, 3], atol=1e-3)
+    assert torch.allclose(qs.norm(dim=-1), q.norm(dim=-1).expand(1, 1, L), atol=1e-5)
+    m = ep.CharGPT(16, 1, positions="rope")
+    assert m.pos is None and m(torch.zeros(2, 5, dtype=torch.long)).shape == (2, 5, ep.VOCAB_SIZE)
+    with pytest.raises(ValueError, match="positions"):
+        ep.CharGPT(16, 1, positions="alibi")
+
+
+def test_base_draw_boosts_copy_and_reverse_and_is_disjoint_from_the_it_data():
+    from repro.ep_order.train import BOOSTED, base_data
+    data = base_data(20, 3, boost=4)
+    counts = {d: sum(x["domain"] == d for x in data) for d in ep.DOMAINS}
+    assert counts == {d: 80 if d in BOOSTED else 20 for d in ep.DOMAINS}
+    assert base_data(20, 3, boost=1) == ep.make_dataset(20, 3, "base")
+    it = {x["text"] for x in ep.make_dataset(20, 3, "train")}
+    assert len(it & {x["text"] for x in data if x["domain"] in ("add", "chain")}) <= 2   # independent draws
+    with pytest.raises(ValueError, match="domains"):
+        ep.make_dataset(2, 0, domains=("copy", "nope"))
+
+
 @pytest.fixture(scope="module")
 def tiny_trained():
     torch.manual_seed(0)
@@ -261,7 +299,8 @@ def test_config_rejects_bad_values_naming_them():
     assert cfg.n_per_domain == 40 and ep.Config().lr == 1e-3
     for kw, name in ((dict(n_clusters=1), "n_clusters"), (dict(mix_frac=1.5), "mix_frac"), (dict(d_model=30), "d_model"),
                      (dict(embedder="bert"), "embedder"), (dict(ablations=["nope"]), "ablations"),
-                     (dict(n_seeds="5"), "n_seeds"), (dict(n_ablation_seeds=9), "n_ablation_seeds")):
+                     (dict(n_seeds="5"), "n_seeds"), (dict(n_ablation_seeds=9), "n_ablation_seeds"),
+                     (dict(positions="alibi"), "positions"), (dict(base_boost=0), "base_boost")):
         with pytest.raises(ConfigError, match=name):
             ep.Config.from_profile("full", **kw)
     with pytest.raises(ConfigError, match="profile"):

@@ -238,7 +238,8 @@ def run_experiment(cfg, progress: Callable[[str], None] | None = None) -> Experi
     say = progress or (lambda s: None)
     t0 = time.time()
     base, info = load_or_train_base(cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.n_per_domain,
-                                    cfg.base_epochs, cfg.batch_size, cfg.base_lr, cfg.seed, cfg.use_cached_base)
+                                    cfg.base_epochs, cfg.batch_size, cfg.base_lr, cfg.seed, cfg.use_cached_base,
+                                    cfg.positions, cfg.base_boost)
     _warm_torch(base, cfg)
     exp = Experiment(cfg, info)
     exp.base_eval = None

@@ -1,7 +1,10 @@
 """The character-level GPT of chapter 17, its response-only loss, the metrics, and the two sample embedders.
 
-``CharGPT`` is a nanoGPT-style pre-norm decoder (learned positions, causal multi-head attention, GELU MLP,
-tied head). Instruction tuning trains only on the response: the loss of a sample is the mean token negative
+``CharGPT`` is a nanoGPT-style pre-norm decoder (learned positions, or rotary ones as an option; causal
+multi-head attention, GELU MLP, an output head of its own). The head is *not* tied to the token embedding (issue 46):
+tied, the first thing the model learns, a uniform prediction over the 26 letters, pulls the letter embeddings
+together, so the model could not tell the input's letters apart and never learned copy and reverse (a 1-block model
+could not even learn reverse's first letter, at a fixed offset, in 300 steps; untied, 0.15 nats). Instruction tuning trains only on the response: the loss of a sample is the mean token negative
 log-likelihood of the characters after ``R:`` (including the closing newline), given everything before them.
 
 Embedders (card, Method step 2): ``embed_samples`` averages the warm-up model's final-layer hidden states over the
@@ -21,12 +24,24 @@ import torch.nn.functional as F
 from .tasks import DOMAINS, MAX_LEN, PAD, VOCAB, VOCAB_SIZE, encode
 
 
+def rotary(x: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding (Su et al. 2021) of ``x`` [B, H, L, hd]: pairs of channels rotated by an angle
+    proportional to the position, so that q·k depends on the relative offset between two positions."""
+    L, hd = x.shape[-2], x.shape[-1]
+    freq = 10000.0 ** (-torch.arange(0, hd, 2, dtype=x.dtype) / hd)
+    ang = torch.arange(L, dtype=x.dtype)[:, None] * freq[None, :]          # [L, hd/2]
+    cos, sin = ang.cos(), ang.sin()
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
 class Block(nn.Module):
     """Pre-norm transformer block: causal self-attention and a GELU MLP, both residual."""
 
-    def __init__(self, d: int, n_heads: int, d_ff: int) -> None:
+    def __init__(self, d: int, n_heads: int, d_ff: int, rope: bool = False) -> None:
         super().__init__()
         self.n_heads = n_heads
+        self.rope = rope
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
@@ -35,22 +50,30 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, L, d = x.shape
         q, k, v = self.qkv(self.ln1(x)).view(B, L, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
+        if self.rope:
+            q, k = rotary(q), rotary(k)
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.proj(a.transpose(1, 2).reshape(B, L, d))
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
 class CharGPT(nn.Module):
-    """Char-level GPT: token + position embedding, ``n_layers`` blocks, final LayerNorm, tied output head."""
+    """Char-level GPT: token + position embedding (``positions="learned"``; ``"rope"`` rotates queries and keys
+    instead), ``n_layers`` blocks, final LayerNorm, an untied linear output head."""
 
     def __init__(self, d_model: int = 64, n_layers: int = 2, n_heads: int = 4, d_ff: int | None = None,
-                 context: int = MAX_LEN) -> None:
+                 context: int = MAX_LEN, positions: str = "learned") -> None:
         super().__init__()
+        if positions not in ("learned", "rope"):
+            raise ValueError(f"positions must be 'learned' or 'rope'; got {positions!r}")
         self.context = context
+        self.positions = positions
         self.tok = nn.Embedding(VOCAB_SIZE, d_model)
-        self.pos = nn.Embedding(context, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff or 4 * d_model) for _ in range(n_layers))
+        self.pos = nn.Embedding(context, d_model) if positions == "learned" else None
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff or 4 * d_model, positions == "rope")
+                                    for _ in range(n_layers))
         self.ln = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, VOCAB_SIZE, bias=False)
         self.apply(self._init)
 
     @staticmethod
@@ -62,13 +85,15 @@ class CharGPT(nn.Module):
 
     def hidden(self, ids: torch.Tensor) -> torch.Tensor:
         """Final-layer hidden states (after the last LayerNorm), [B, L, d]."""
-        h = self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
+        h = self.tok(ids)
+        if self.pos is not None:
+            h = h + self.pos(torch.arange(ids.shape[1]))
         for b in self.blocks:
             h = b(h)
         return self.ln(h)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.hidden(ids) @ self.tok.weight.T
+        return self.head(self.hidden(ids))
 
     def last_block(self) -> list[nn.Parameter]:
         """Parameters of the last block: the gradients C5 and K4 compare."""

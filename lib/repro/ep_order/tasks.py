@@ -121,13 +121,17 @@ def format_sample(instruction: str, x: str, response: str) -> str:
     return f"I:{instruction}\nX:{x}\nR:{response}\n"
 
 
-def make_dataset(n_per_domain: int, seed: int, stream: str = "train") -> list[dict]:
-    """``n_per_domain`` samples of every domain, interleaved domain by domain; ``stream`` names a disjoint draw
-    (``"train"``, ``"eval"``, ``"base"``: the base model's pre-training data)."""
+def make_dataset(n_per_domain: int, seed: int, stream: str = "train",
+                 domains: tuple[str, ...] = DOMAINS) -> list[dict]:
+    """``n_per_domain`` samples of every domain in ``domains``, interleaved domain by domain; ``stream`` names a
+    disjoint draw (``"train"``, ``"eval"``, ``"base"`` and ``"base-boost"``: the base model's pre-training data)."""
+    unknown = [d for d in domains if d not in TEMPLATES]
+    if unknown:
+        raise ValueError(f"domains: unknown {unknown}; known: {', '.join(DOMAINS)}")
     rng = random.Random(f"ep_order/{stream}/{seed}")
     out = []
     for _ in range(n_per_domain):
-        for d in DOMAINS:
+        for d in domains:
             out.append(make_sample(d, rng))
     return out
 

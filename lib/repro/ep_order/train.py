@@ -25,6 +25,11 @@ from repro.common.paths import cache_dir
 from .model import Batch, CharGPT, sft_loss
 from .tasks import make_dataset
 
+#: the domains whose skill needs an attention circuit that reads the input letter by letter; the base model's
+#: pre-training draw holds ``base_boost`` times as many of them (issue 46: with the other domains' share they were
+#: still at their unigram floor after instruction tuning)
+BOOSTED = ("copy", "reverse")
+
 SLUG = "ep_order"
 #: the files whose code decides the base model's weights (part of its cache key)
 BASE_SOURCES = ("tasks.py", "model.py", "train.py")
@@ -136,28 +141,39 @@ def domain_grad_cosines(model: CharGPT, samples: Sequence[dict], domains: np.nda
 # ----------------------------------------------------------------------------- the base model (cached)
 
 def base_key(d_model: int, n_layers: int, n_heads: int, d_ff: int, n_per_domain: int, epochs: int, batch_size: int,
-             lr: float, seed: int) -> str:
+             lr: float, seed: int, positions: str = "learned", boost: int = 1) -> str:
     from pathlib import Path
     here = Path(__file__).parent
     code = hashlib.sha1(b"".join((here / f).read_bytes() for f in BASE_SOURCES)).hexdigest()[:12]
     spec = dict(d_model=d_model, n_layers=n_layers, n_heads=n_heads, d_ff=d_ff, n_per_domain=n_per_domain,
-                epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, code=code)
+                epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, code=code, positions=positions, boost=boost)
     return hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
+def base_data(n_per_domain: int, seed: int, boost: int = 1) -> list[dict]:
+    """The base model's pre-training draw: ``n_per_domain`` samples of every domain (stream ``"base"``) and
+    ``(boost − 1) × n_per_domain`` more of each :data:`BOOSTED` domain (stream ``"base-boost"``); both streams are
+    disjoint from the instruction-tuning and held-out data."""
+    data = make_dataset(n_per_domain, seed, stream="base")
+    if boost > 1:
+        data += make_dataset((boost - 1) * n_per_domain, seed, stream="base-boost", domains=BOOSTED)
+    return data
+
+
 def load_or_train_base(d_model: int, n_layers: int, n_heads: int, d_ff: int, n_per_domain: int, epochs: int,
-                       batch_size: int, lr: float, seed: int, use_cache: bool = True) -> tuple[CharGPT, dict]:
+                       batch_size: int, lr: float, seed: int, use_cache: bool = True, positions: str = "learned",
+                       boost: int = 1) -> tuple[CharGPT, dict]:
     """The base model: random init with ``seed``, pre-trained with a random shuffle on a draw of the generator
-    disjoint from the instruction-tuning data (stream ``"base"``). Cached in ``data/cache/ep_order/`` under a hash
+    disjoint from the instruction-tuning data (:func:`base_data`). Cached in ``data/cache/ep_order/`` under a hash
     of this config and of the code in :data:`BASE_SOURCES`; trained (and written atomically) when missing."""
-    key = base_key(d_model, n_layers, n_heads, d_ff, n_per_domain, epochs, batch_size, lr, seed)
+    key = base_key(d_model, n_layers, n_heads, d_ff, n_per_domain, epochs, batch_size, lr, seed, positions, boost)
     path = cache_dir(SLUG) / f"base-{key}.pt"
     torch.manual_seed(seed)
-    model = CharGPT(d_model, n_layers, n_heads, d_ff)
+    model = CharGPT(d_model, n_layers, n_heads, d_ff, positions=positions)
     if use_cache and path.exists():
         model.load_state_dict(torch.load(path, weights_only=True))
         return model, {"source": f"cache ({path.name})", "cpu_s": 0.0, "key": key}
-    data = make_dataset(n_per_domain, seed, stream="base")
+    data = base_data(n_per_domain, seed, boost)
     rng = np.random.default_rng([seed, 7])
     hist = train_it(model, data, [rng.permutation(len(data)) for _ in range(epochs)], batch_size, lr)
     if use_cache:
