@@ -97,6 +97,31 @@ def test_ensemble_score_is_mean_of_single_draws(rm):
     assert torch.allclose(s4, singles.mean(0), atol=1e-6)
 
 
+def test_features_at_one_sigma_equal_features_and_sigma0_draws_are_one(rm):
+    """The evaluation's shortcuts compute the same numbers: features_at (FiLM on the class rows, gathered) equals
+    features at a σ shared by every row, and at σ = 0 the K ensemble draws are the clean latent K times."""
+    torch.manual_seed(1)
+    bb = flow.LatentFlowMLP(16, width=32, n_blocks=4)
+    for p in bb.parameters():           # a backbone whose FiLM layers are not at their zero init
+        torch.nn.init.normal_(p, std=0.3)
+    z, y = torch.randn(50, 16), torch.randint(0, 11, (50,))
+    for sig in (0.0, 0.4, 1.0):
+        h1, e1 = flow.features(bb, z, torch.full((50,), sig), y)
+        h2, e2 = flow.features_at(bb, z, sig, y)
+        assert torch.allclose(e1, e2, atol=1e-5)
+        assert all(torch.allclose(a, b, atol=1e-4, rtol=1e-4) for a, b in zip(h1, h2))
+        assert not torch.allclose(h1[0], flow.features(bb, z, torch.full((50,), 0.7), y)[0][0], atol=1e-3)
+    n = 40
+    za, zb = torch.randn(n, 16), torch.randn(n, 16)
+    pairs = dl.data.PairSet(za, zb, torch.randint(0, 10, (n,)), za[:, 0], zb[:, 0], torch.ones(n))
+    eps = torch.randn(3, n, 16)
+    D = experiments.ensemble_diffs(rm, pairs, 0.0, eps)
+    single = rm(za, pairs.y, torch.zeros(n)) - rm(zb, pairs.y, torch.zeros(n))
+    assert D.shape == (3, n) and torch.allclose(D, single.detach().expand(3, -1), atol=1e-5)
+    D4 = experiments.ensemble_diffs(rm, pairs, 0.4, eps)
+    assert not torch.allclose(D4[0], D4[1])
+
+
 def test_head_size_is_the_cards():
     n = sum(p.numel() for p in reward.DiNaHead(width=128).parameters())
     assert 40_000 <= n <= 80_000

@@ -15,7 +15,7 @@ from torch.nn import functional as F
 from . import align, metrics
 from .config import Config
 from .data import PairSet, Shared, build_shared, make_preference_pairs
-from .flow import features, noise_latent
+from .flow import features_at, noise_latent
 from .reward import (LATENT_RMS, LatentRewardModel, PixelRewardCNN, frozen_backbone, score, std_normal_cdf,
                      thurstone_var, train_latent_rms, train_pixel_rm)
 
@@ -96,7 +96,7 @@ def pair_score_diffs(rms: dict[str, LatentRewardModel], pairs: PairSet, sigma: f
             za, zb, y, e = pairs.z_a[sl], pairs.z_b[sl], pairs.y[sl], eps[sl]
             n = y.shape[0]
             zz = torch.cat([noise_latent(za, sigma, e), noise_latent(zb, sigma, e)])
-            hs, e_t = features(backbone, zz, torch.full((2 * n,), float(sigma)), torch.cat([y, y]))
+            hs, e_t = features_at(backbone, zz, sigma, torch.cat([y, y]))   # one σ for all rows
             for k, rm in rms.items():
                 s = rm.head(hs, e_t, torch.cat([y, y]))
                 out[k].append(s[:n] - s[n:])
@@ -105,9 +105,14 @@ def pair_score_diffs(rms: dict[str, LatentRewardModel], pairs: PairSet, sigma: f
 
 def ensemble_diffs(rm: LatentRewardModel, pairs: PairSet, sigma: float, eps: torch.Tensor,
                    chunk: int = 4096) -> torch.Tensor:
-    """Per-draw Δs of one RM, shape [K, n], with draws ``eps`` [K, n, d] shared by both items of a pair."""
+    """Per-draw Δs of one RM, shape [K, n], with draws ``eps`` [K, n, d] shared by both items of a pair.
+
+    At σ = 0 every draw scores the clean latent itself ((1 − 0) z0 + 0 ε = z0 exactly), so the K draws are one
+    computation, repeated."""
     K = eps.shape[0]
     out = []
+    if sigma == 0:
+        return pair_score_diffs({"m": rm}, pairs, sigma, eps[0], chunk)["m"].expand(K, -1)
     with torch.no_grad():
         for k in range(K):
             out.append(pair_score_diffs({"m": rm}, pairs, sigma, eps[k], chunk)["m"])
@@ -134,7 +139,7 @@ def prepare(cfg: Config, progress: Callable = print) -> Experiment:
     t0 = time.perf_counter()
     shared = build_shared(cfg.ae_steps, cfg.oracle_steps, cfg.gen_steps, cfg.cfg_scale, cfg.n_sample_steps,
                           use_cache=cfg.use_cache, n_fit=cfg.n_oracle_fit)
-    t1 = time.perf_counter()
+    t1, tc = time.perf_counter(), time.thread_time()
     progress(f"shared models: {shared.info['source']} ({t1 - t0:.1f} s)")
     shared.ae.requires_grad_(False)
     kw = dict(steps=cfg.n_sample_steps, cfg_scale=cfg.cfg_scale)
@@ -146,6 +151,7 @@ def prepare(cfg: Config, progress: Callable = print) -> Experiment:
                      float(np.mean(np.abs(dr) < 0.25)))
     exp.seconds["shared"] = t1 - t0
     exp.seconds["pairs"] = time.perf_counter() - t1
+    exp.seconds["pairs_cpu"] = time.thread_time() - tc
     progress(f"pairs: {len(train)} train / {len(test)} test / {len(val)} val ({exp.seconds['pairs']:.1f} s)")
     return exp
 
@@ -155,11 +161,13 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
     a, b = cfg.var_scale, cfg.var_min
     res = SeedResult(seed)
     backbone = frozen_backbone(sh.gen)
-    t0 = time.perf_counter()
+    t0, tc = time.perf_counter(), time.thread_time()
     kinds = [k for k in LATENT_RMS if do_align or k != "thurstone_const"]   # the ablation: alignment seeds only
     rms, log = train_latent_rms(backbone, exp.train, kinds, cfg.rm_steps, seed, batch=cfg.rm_batch,
                                 lr=cfg.rm_lr, a=a, b=b, loss=cfg.loss, n_grid=cfg.n_sample_steps)
     res.rm_seconds = time.perf_counter() - t0
+    exp.seconds.setdefault("latent_rms_cpu", []).append(time.thread_time() - tc)
+    tc0 = time.thread_time()
     for m in rms.values():            # trained: from here on only gradients w.r.t. latents are needed
         m.requires_grad_(False)
     dr, lab = test.dr.numpy(), test.label.numpy()
@@ -169,9 +177,12 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
     eps_ens = torch.randn(Kmax, len(test), d, generator=g)            # draws at the eval σ (draw 0 = the K=1 score)
     hi_p = {k: [] for k in PROB_KINDS}
     hi_lab = []
+    d0 = None                                                          # DiNa's draw 0 at the eval σ (C3's K = 1)
     for j, sig in enumerate(cfg.sigma_grid):
         eps = eps_ens[0] if sig == cfg.eval_sigma else torch.randn(len(test), d, generator=g)
         ds = pair_score_diffs(rms, test, sig, eps)
+        if sig == cfg.eval_sigma:
+            d0 = ds["dina"]
         for k in rms:
             dsk = ds[k].numpy()
             res.acc.setdefault(k, []).append(metrics.expected_agreement(dsk, dr, cfg.s_h))
@@ -190,7 +201,11 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
     res.ece_floor_bt = metrics.ece_floor(np.concatenate(hi_p["bt"]), seed=seed)
     res.calib["labels"] = lab
     # noise ensembling at the eval σ (C3)
-    D = ensemble_diffs(rms["dina"], test, cfg.eval_sigma, eps_ens)
+    if d0 is None:
+        D = ensemble_diffs(rms["dina"], test, cfg.eval_sigma, eps_ens)
+    else:   # draw 0 was scored on the σ grid above: the same computation, not repeated
+        D = torch.cat([d0[None], ensemble_diffs(rms["dina"], test, cfg.eval_sigma, eps_ens[1:])]) if Kmax > 1 \
+            else d0[None]
     for K in cfg.ensemble_K:
         res.ens_acc[K] = metrics.expected_agreement(D[:K].mean(0).numpy(), dr, cfg.s_h)
         if K >= 1 and Kmax >= 2 * K:   # variance of the K-mean across disjoint groups of draws (sanity check)
@@ -208,12 +223,13 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
     K8 = max(k for k in cfg.ensemble_K if k <= 8)
     D8 = ensemble_diffs(rms["dina"], test, res.best_sigma, torch.randn(K8, len(test), d, generator=g))
     res.dina_best_k8 = metrics.expected_agreement(D8.mean(0).numpy(), dr, cfg.s_h)
+    exp.seconds.setdefault("evaluation_cpu", []).append(time.thread_time() - tc0)
     progress(f"seed {seed}: latent RMs {res.rm_seconds:.1f} s; acc at σ={cfg.eval_sigma}: "
              + ", ".join(f"{k} {res.acc[k][cfg.sigma_grid.index(cfg.eval_sigma)]:.3f}" for k in rms))
     if not do_align:
         return res
     # pixel RMs (clean decoded images, BT)
-    t1 = time.perf_counter()
+    t1, tc = time.perf_counter(), time.thread_time()
     with torch.no_grad():
         xa, xb = sh.ae.decode(exp.train.z_a), sh.ae.decode(exp.train.z_b)
         ta, tb = sh.ae.decode(test.z_a), sh.ae.decode(test.z_b)
@@ -226,6 +242,7 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
             dsp = (pix[name](ta, test.y) - pix[name](tb, test.y)).numpy()
         res.pixel_acc[name] = metrics.expected_agreement(dsp, dr, cfg.s_h)
     exp.seconds.setdefault("pixel_rms", []).append(time.perf_counter() - t1)
+    exp.seconds.setdefault("pixel_rms_cpu", []).append(time.thread_time() - tc)
     # ReFL with each reward, then DPO
     oracle_fn = lambda z, y: sh.oracle(sh.ae.decode(z), y)
     ev = align.EvalSet.make(cfg.n_refl_eval, d, seed=seed + 99)
@@ -241,7 +258,7 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
     rewards = {"oracle": (oracle_fn, oracle_fn),
                "dina": latent_reward(rms["dina"]), "bt": latent_reward(rms["bt"]),
                "pixel": ((lambda z, y: pix["big"](sh.ae.decode(z), y)),) * 2}
-    t2 = time.perf_counter()
+    t2, tc = time.perf_counter(), time.thread_time()
     kw = dict(batch=cfg.refl_batch, lr=cfg.refl_lr, n_sample_steps=cfg.n_sample_steps, cfg_scale=cfg.cfg_scale)
     runs = align.refl_train_interleaved(sh.gen, {k: rewards[k] for k in REFL_REWARDS}, oracle_fn, ev,
                                         cfg.refl_steps, seed, log_every=cfg.refl_log_every, **kw)
@@ -252,17 +269,19 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
                 exp.samples[name] = sh.ae.decode(align.sample(model, ev.y[:20], cfg.n_sample_steps, cfg.cfg_scale,
                                                               noise=ev.noise[:20])[0]).numpy()
     exp.seconds.setdefault("refl", []).append(time.perf_counter() - t2)
+    exp.seconds.setdefault("refl_cpu", []).append(time.thread_time() - tc)
     if seed == cfg.seeds[0]:   # K4b: single ReFL steps, repeated back to back with each reward
-        t3 = time.perf_counter()
+        t3, tc = time.perf_counter(), time.thread_time()
         res.refl_timing = align.time_refl_steps(sh.gen, {"dina": rewards["dina"][0], "pixel": rewards["pixel"][0]},
                                                 cfg.refl_time_steps, cfg.refl_time_repeats, seed + 11, **kw)
         exp.seconds["refl_timing"] = time.perf_counter() - t3
+        exp.seconds["refl_timing_cpu"] = time.thread_time() - tc
     if seed == cfg.seeds[0]:
         with torch.no_grad():
             exp.samples["base"] = sh.ae.decode(align.sample(sh.gen, ev.y[:20], cfg.n_sample_steps, cfg.cfg_scale,
                                                             noise=ev.noise[:20])[0]).numpy()
     if cfg.run_dpo:
-        t3 = time.perf_counter()
+        t3, tc = time.perf_counter(), time.thread_time()
         for beta in cfg.dpo_betas:
             model, hist = align.diffusion_dpo_train(sh.gen, exp.train, beta, cfg.dpo_steps, seed, oracle_fn, ev,
                                                     lr=cfg.refl_lr, n_sample_steps=cfg.n_sample_steps,
@@ -271,6 +290,7 @@ def run_seed(exp: Experiment, seed: int, do_align: bool, progress: Callable = pr
             res.dpo[beta] = hist
             res.dpo_implicit[beta] = align.dpo_implicit_accuracy(model, sh.gen, test, seed)
         exp.seconds.setdefault("dpo", []).append(time.perf_counter() - t3)
+        exp.seconds.setdefault("dpo_cpu", []).append(time.thread_time() - tc)
     progress(f"seed {seed}: pixel RMs + ReFL{' + DPO' if cfg.run_dpo else ''} "
              f"{time.perf_counter() - t1:.1f} s; pixel acc {res.pixel_acc}")
     return res
@@ -280,6 +300,7 @@ def measure_costs(exp: Experiment) -> dict:
     """FLOPs (MACs) of each reward path and CPU time of reward + gradient w.r.t. the latent, per sample, at
     ``time_batch`` (card, C4 and K4). The pixel paths include the decoder."""
     cfg, sh = exp.cfg, exp.shared
+    tc = time.thread_time()
     bb = frozen_backbone(sh.gen)
     from .reward import DiNaHead
     torch.manual_seed(0)
@@ -319,6 +340,7 @@ def measure_costs(exp: Experiment) -> dict:
     for name, t in fwd.items():
         costs[f"{name}_fwd"] = metrics.timing_summary(t, per=B)
     exp.costs.update(costs)
+    exp.seconds["costs_cpu"] = time.thread_time() - tc
     return costs
 
 
