@@ -111,8 +111,8 @@ def test_loss_masks_everything_but_the_response():
 def test_output_head_is_not_tied_to_the_input_embedding():
     """Issue 46: with the head tied to the token embedding, the uniform prediction over letters (learned first)
     pulls the 26 letter embeddings together, and the base never learned to read the input's letters (copy and
-    reverse stayed at their unigram floor; even a 1-block model could not learn reverse's first letter, a fixed
-    offset, in 300 steps, while the untied head reached 0.15 nats)."""
+    reverse stayed at their unigram floor; even a 1-block model with rotary positions could not learn reverse's
+    first letter, a fixed offset, in 300 steps, while the untied head reached 0.15 nats)."""
     m = ep.CharGPT(16, 1)
     assert m.head.weight.data_ptr() != m.tok.weight.data_ptr()
     assert m(torch.zeros(1, 3, dtype=torch.long)).shape == (1, 3, ep.VOCAB_SIZE)
@@ -132,6 +132,22 @@ def test_rotary_scores_depend_only_on_the_offset():
     assert m.pos is None and m(torch.zeros(2, 5, dtype=torch.long)).shape == (2, 5, ep.VOCAB_SIZE)
     with pytest.raises(ValueError, match="positions"):
         ep.CharGPT(16, 1, positions="alibi")
+
+
+def test_response_embedding_pools_exactly_the_response_characters():
+    """The chapter's embedder (embed_positions="response", issue 46): the mean of the hidden states at the input
+    positions holding the response's characters, nothing of the instruction or the input."""
+    torch.manual_seed(0)
+    m = ep.CharGPT(16, 1)
+    s = ep.make_sample("reverse", random.Random(4))
+    e = ep.embed_samples(m, [s], "response", center=False)[0]
+    b = ep.Batch([s])
+    r = len(s["text"]) - len(s["response"]) - 1
+    h = m.hidden(b.x)[0, r:b.x.shape[1]].mean(0).detach().numpy()
+    assert np.allclose(e, h / np.linalg.norm(h), atol=1e-5)
+    other = dict(s, input="zzz", text=ep.format_sample(s["instruction"], "zzz", s["response"]))
+    assert not np.allclose(ep.embed_samples(m, [other], "instruction", center=False)[0],
+                           ep.embed_samples(m, [other], "response", center=False)[0])
 
 
 def test_base_draw_boosts_copy_and_reverse_and_is_disjoint_from_the_it_data():

@@ -54,9 +54,9 @@ class Config(BaseConfig):
     mix_width: float = knob(0.5, ge=0, le=1, doc="w: how far (in cluster stretches) a mixed sample may move")
     embedder: Literal["warmup", "minilm"] = knob("warmup", doc="embeddings that are clustered: the warm-up model's "
                                                               "hidden states or all-MiniLM-L6-v2")
-    embed_positions: Literal["all", "instruction_response"] = knob(
-        "all", doc="positions whose warm-up hidden states are averaged (the card: instruction_response; 'all' "
-                   "passes control K3, see Setting)")
+    embed_positions: Literal["all", "instruction_response", "instruction", "response", "last"] = knob(
+        "response", doc="positions whose warm-up hidden states are averaged (the card: instruction_response; "
+                        "'response' passes control K3 with issue 46's base, 'all' did before it; see Setting)")
     embed_center: bool = knob(True, doc="subtract the mean embedding before L2 normalisation")
     init_from_warmup: bool = knob(False, doc="ablation: instruction-tune the warm-up model instead of the base")
     ablations: tuple[str, ...] = knob(("no_mix", "random_cluster_order", "curriculum"), choices=ABLATIONS,

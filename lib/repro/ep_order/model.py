@@ -4,7 +4,8 @@
 multi-head attention, GELU MLP, an output head of its own). The head is *not* tied to the token embedding (issue 46):
 tied, the first thing the model learns, a uniform prediction over the 26 letters, pulls the letter embeddings
 together, so the model could not tell the input's letters apart and never learned copy and reverse (a 1-block model
-could not even learn reverse's first letter, at a fixed offset, in 300 steps; untied, 0.15 nats). Instruction tuning trains only on the response: the loss of a sample is the mean token negative
+with rotary positions could not even learn reverse's first letter, at a fixed offset, in 300 steps; untied, 0.15
+nats). Instruction tuning trains only on the response: the loss of a sample is the mean token negative
 log-likelihood of the characters after ``R:`` (including the closing newline), given everything before them.
 
 Embedders (card, Method step 2): ``embed_samples`` averages the warm-up model's final-layer hidden states over the
@@ -125,6 +126,7 @@ class Batch:
             emb[b, r:n] = True                 # response characters (input positions)
         self.x, self.y, self.resp, self.emb = x, y, resp, emb
         self.domain = torch.tensor([DOMAINS.index(s["domain"]) for s in samples])
+        self.instr_end = torch.tensor(i_end)
 
     def __len__(self) -> int:
         return self.x.shape[0]
@@ -212,7 +214,8 @@ def greedy_response(model: CharGPT, sample: dict, max_new: int = 40) -> str:
 def embed_samples(model: CharGPT, samples: Sequence[dict], positions: str = "all", center: bool = True,
                   batch_size: int = 64) -> np.ndarray:
     """[N, d] sample embeddings: the mean of the final-layer hidden states over ``positions`` (``"all"`` characters,
-    or the card's ``"instruction_response"``), minus the mean over the samples (``center``), L2-normalised.
+    the card's ``"instruction_response"``, the ``"instruction"`` or the ``"response"`` characters alone, or the
+    ``"last"`` one), minus the mean over the samples (``center``), L2-normalised.
 
     Centering removes the component every sample shares (the ``I:``/``X:``/``R:`` frame), which otherwise dominates
     the cosine between two mean-pooled vectors of a small model.
@@ -224,7 +227,18 @@ def embed_samples(model: CharGPT, samples: Sequence[dict], positions: str = "all
         idx = order[i:i + batch_size]
         b = Batch([samples[k] for k in idx])
         h = model.hidden(b.x)
-        m = (b.emb if positions == "instruction_response" else b.x != PAD).unsqueeze(-1).float()
+        if positions == "instruction_response":
+            m = b.emb
+        elif positions == "instruction":
+            m = b.emb & (torch.arange(b.x.shape[1])[None, :] < b.instr_end[:, None])
+        elif positions == "response":
+            m = b.emb & (torch.arange(b.x.shape[1])[None, :] >= b.instr_end[:, None])
+        elif positions == "last":
+            n = (b.x != PAD).sum(1)
+            m = torch.arange(b.x.shape[1])[None, :] == (n - 1)[:, None]
+        else:
+            m = b.x != PAD
+        m = m.unsqueeze(-1).float()
         e[idx] = ((h * m).sum(1) / m.sum(1)).numpy()
     model.train()
     if center:
