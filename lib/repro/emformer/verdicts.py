@@ -229,6 +229,13 @@ def c2a(max_abs: float, max_y: float) -> dict:
                        f"({rel:.1e} of max |y|, {'within' if ok else 'above'} 1e-5)")
 
 
+def widened(bar: float, n: float) -> tuple[float, float]:
+    """The bar widened by a relative timing noise n: [bar · (1 − n), bar · (1 + n)], its lower edge held at 0
+    (a time ratio is positive; an A/A noise above 100 %, as on a heavily loaded machine, would otherwise print a
+    negative bar whose sign no determinism sanitizer blanks)."""
+    return max(0.0, bar * (1 - n)), bar * (1 + n)
+
+
 def timing_vs_bar(ratio: Sequence[float], aa: Sequence[float], bar: float, direction: str) -> tuple[str, float]:
     """A timing ratio (estimate, band lo, band hi) against ``bar`` with the A/A ratio ``aa`` (estimate, lo, hi) as
     the noise: n = the A/A band's largest distance from 1; the claim holds when the ratio's band lies beyond
@@ -237,10 +244,11 @@ def timing_vs_bar(ratio: Sequence[float], aa: Sequence[float], bar: float, direc
     n = max(abs(float(aa[1]) - 1), abs(float(aa[2]) - 1))
     if not math.isfinite(n):
         return "inconclusive", n
+    lo, hi = widened(bar, n)
     if direction == ">=":
-        ok, bad = _timing(ratio, bar * (1 + n), ">="), _timing(ratio, bar * (1 - n), ">=")
+        ok, bad = _timing(ratio, hi, ">="), _timing(ratio, lo, ">=")
     else:
-        ok, bad = _timing(ratio, bar * (1 - n), "<="), _timing(ratio, bar * (1 + n), "<=")
+        ok, bad = _timing(ratio, lo, "<="), _timing(ratio, hi, "<=")
     return ("holds" if ok.word == "holds" else "fails" if bad.word == "fails" else "inconclusive"), n
 
 
@@ -255,8 +263,8 @@ def _word_kwargs(word: str, noise: str) -> dict:
 
 def _noise_txt(bar: float, n: float, aa: Sequence[float]) -> str:
     return (f"the A/A ratio (merged path against itself) is {aa[0]:.3f} × with band [{aa[1]:.3f}, {aa[2]:.3f}], a "
-            f"timing noise of ±{100 * n:.1f} %, so the bar {bar:g} × is widened to [{bar * (1 - n):.3f}, "
-            f"{bar * (1 + n):.3f}]")
+            f"timing noise of ±{100 * n:.1f} %, so the bar {bar:g} × is widened to [{widened(bar, n)[0]:.3f}, "
+            f"{widened(bar, n)[1]:.3f}]")
 
 
 def c2b(t: dict, smoke: bool = False) -> dict:
@@ -268,7 +276,7 @@ def c2b(t: dict, smoke: bool = False) -> dict:
     # timings stay strings with "×" (the determinism re-run blanks them); the band is the CI that decides
     nums = {"three / merged": f"{r:.2f} ×", "95 % band": f"{lo:.2f} × – {hi:.2f} ×",
             "A/A": f"{t['aa'][0]:.3f} × ({t['aa'][1]:.3f} × – {t['aa'][2]:.3f} ×)",
-            "bar widened by A/A noise": f"{bar * (1 - n):.3f} × – {bar * (1 + n):.3f} ×",
+            "bar widened by A/A noise": "{:.3f} × – {:.3f} ×".format(*widened(bar, n)),
             "merged": f"{t['ms_merged']:.3f} ms", "three": f"{t['ms_three']:.3f} ms"}
     side = {"holds": "above the whole of", "fails": "wholly below", "inconclusive": "overlapping"}[word]
     reason = (f"inference with the kernel merged once is {r:.2f} × faster than three convs (median of interleaved "
@@ -295,15 +303,16 @@ def c2c(layer: dict, step: dict, smoke: bool = False) -> dict:
             "step 95 % band": f"{step['ratio'][1]:.3f} × – {step['ratio'][2]:.3f} ×",
             "layer A/A": f"{layer['aa'][0]:.3f} × ({layer['aa'][1]:.3f} × – {layer['aa'][2]:.3f} ×)",
             "step A/A": f"{step['aa'][0]:.3f} × ({step['aa'][1]:.3f} × – {step['aa'][2]:.3f} ×)",
-            "layer bar widened by A/A noise": f"{bar * (1 - nl):.3f} × – {bar * (1 + nl):.3f} ×",
-            "step bar widened by A/A noise": f"{bar * (1 - ns):.3f} × – {bar * (1 + ns):.3f} ×",
+            "layer bar widened by A/A noise": "{:.3f} × – {:.3f} ×".format(*widened(bar, nl)),
+            "step bar widened by A/A noise": "{:.3f} × – {:.3f} ×".format(*widened(bar, ns)),
             "layer merged": f"{layer['ms_merged']:.3f} ms", "step merged": f"{step['ms_merged']:.1f} ms",
             "step three": f"{step['ms_three']:.1f} ms"}
+    (ll, lh), (sl, sh) = widened(bar, nl), widened(bar, ns)
     reason = (f"re-merging every step takes {rl:.3f} × the three-branch time per layer "
               f"(band [{layer['ratio'][1]:.3f}, {layer['ratio'][2]:.3f}] against the bar widened by its A/A noise "
-              f"±{100 * nl:.1f} % to [{bar * (1 - nl):.3f}, {bar * (1 + nl):.3f}]: {wl}) and {rs:.3f} × for the full "
-              f"training step (band [{step['ratio'][1]:.3f}, {step['ratio'][2]:.3f}] against [{bar * (1 - ns):.3f}, "
-              f"{bar * (1 + ns):.3f}], A/A noise ±{100 * ns:.1f} %: {ws})")
+              f"±{100 * nl:.1f} % to [{ll:.3f}, {lh:.3f}]: {wl}) and {rs:.3f} × for the full "
+              f"training step (band [{step['ratio'][1]:.3f}, {step['ratio'][2]:.3f}] against [{sl:.3f}, "
+              f"{sh:.3f}], A/A noise ±{100 * ns:.1f} %: {ws})")
     if word == "inconclusive":
         unsure = [n for n, w_ in (("per layer", wl), ("full step", ws)) if w_ == "inconclusive"]
         reason += f": the {' and '.join(unsure)} band overlaps the noise band of the bar {bar:g}"
