@@ -10,10 +10,10 @@ from typing import ClassVar, Literal
 
 from repro.common import BaseConfig, knob
 
-SMOKE = dict(n_seeds=2, n_align_seeds=2, ae_steps=100, gen_steps=100, oracle_steps=60, n_oracle_fit=512,
-             n_train_pairs=1000, n_test_pairs=300, n_val_pairs=200, rm_steps=60, pixel_steps=60, ensemble_K=(1, 4),
-             refl_steps=6, refl_log_every=3, refl_time_steps=4, refl_time_repeats=2, run_dpo=False, dpo_steps=10,
-             n_refl_eval=32, use_cache=False)
+SMOKE = dict(n_seeds=2, n_align_seeds=2, ae_steps=60, gen_steps=60, oracle_steps=40, n_oracle_fit=256,
+             n_train_pairs=600, n_test_pairs=200, n_val_pairs=100, rm_steps=40, pixel_steps=25, ensemble_K=(1, 2),
+             refl_steps=4, refl_log_every=2, refl_time_steps=2, refl_time_repeats=2, run_dpo=False, dpo_steps=10,
+             n_refl_eval=16, use_cache=False)
 
 
 @dataclass(frozen=True)
