@@ -7,8 +7,8 @@ from typing import ClassVar
 from repro.common import BaseConfig, knob
 
 SMOKE = dict(
-    n_train_configs=20, n_atoms_train=(32, 48), n_atoms_test=(64,), n_configs_test=(5,), timing_sizes=(200, 400),
-    dense_max_atoms=400, hidden=8, train_steps=20, md_steps=50, refresh_every=10, n_seeds=1,
+    n_train_configs=20, n_atoms_train=(32, 48), n_atoms_test=(64,), n_configs_test=(5,), timing_sizes=(100, 200),
+    dense_max_atoms=200, hidden=8, train_steps=20, md_steps=50, refresh_every=10, n_seeds=1,
 )
 
 
