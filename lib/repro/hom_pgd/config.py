@@ -10,10 +10,11 @@ from typing import ClassVar
 
 from repro.common import BaseConfig, knob
 
-SMOKE = dict(n_var=4, n_qua=3, scale_sizes=(6,), scale_train_steps=100, scale_timing_steps=50, scale_train_batch=128, scale_instances=8, n_test=16, inn_blocks=3, inn_hidden=16, train_steps=200,
-             train_batch=128, checkpoints=(50, 200), latent_iters=50, slsqp_starts=2, n_exact_proj=4,
+SMOKE = dict(n_var=4, n_qua=3, scale_sizes=(6,), scale_train_steps=50, scale_timing_steps=25, scale_train_batch=128,
+             scale_instances=8, n_test=16, inn_blocks=3, inn_hidden=16, train_steps=100,
+             train_batch=128, checkpoints=(50, 100), latent_iters=30, slsqp_starts=2, n_exact_proj=4,
              exact_proj_iters=10, widths_sweep=(8, 16), n_sdp=8, n_multistart_check=4, eps_samples=20_000,
-             n_rays=200, train_steps_2d=100, alm_iters=100, k1_instances=64)
+             n_rays=200, train_steps_2d=50, alm_iters=100, k1_instances=64)
 
 
 @dataclass(frozen=True)
