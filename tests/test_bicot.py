@@ -241,6 +241,21 @@ def study():
     return ex, st
 
 
+def test_ft_key_draws_attack_other_keys_watermarks_and_leave_the_study_alone(study):
+    """C3a's extra watermarks (issue 41): each is embedded with the next-best vetted key, fine-tuned, and scored under
+    its own key against the same negative models and its own wrong keys; the owner's study is not touched."""
+    ex, st = study
+    B0, models0, records0 = st.B.copy(), dict(st.models), dict(st.records)
+    draws = ex.ft_key_draws(st, ["M0"])
+    assert len(draws) == st.cfg.n_ft_keys - 1 >= 1
+    d = draws[0]
+    order = np.argsort(st.info["key_vetting"], kind="stable")
+    assert d["key rank"] == 1 and d["vetting z"] == pytest.approx(st.info["key_vetting"][order[1]])
+    assert len(d["pos"]) == st.cfg.n_query_sets and len(d["neg"]) == st.cfg.n_query_sets + st.cfg.n_wrong_keys
+    assert d["AUC before"] > 0.5          # that key's own watermark is seen under that key before the attack
+    assert np.array_equal(st.B, B0) and st.models == models0 and st.records.keys() == records0.keys()
+
+
 def test_end_to_end_tiny_watermark_ranks_above_null(study):
     """The study fixture (below): a 150-step base at smoke sizes, BiCoT embedded for 80 steps (40 left the K4
     twin's positive half inside its noise once the key vetting kept the lowest-z key)."""
@@ -358,6 +373,22 @@ def test_c2_c3_c4_c5_hold_and_fail():
     assert verdicts.c4(M.auc_over_draws(good), M.auc_over_draws(good, bad))["holds"]
     assert verdicts.c4(M.auc_over_draws(good), M.auc_over_draws(good, good))["holds"] is False
     assert verdicts.c5(_roc(pos_good, neg))["holds"] and verdicts.c5(_roc(pos_bad, neg))["holds"] is False
+
+
+def test_c3a_resamples_the_watermarks_of_the_fine_tuning_attack():
+    """Issue 41: the owner's key survives the attack and the next two keys' watermarks do not (the pilot at seed 2:
+    AUC 0.997 against 0.35 and 0.35). On the owner's key alone C3a holds; over the three it does not."""
+    g = np.random.default_rng(0)
+    neg = g.normal(0, 1, 200)
+    good = [g.normal(6, 1, 24) for _ in range(3)]
+    bad = [g.normal(-0.5, 1, 24) for _ in range(3)]
+    rocs = {"BiCoT FT": _roc(good[0], neg), "int8": _roc(good[1], neg)}
+    assert verdicts.c3a(rocs)["holds"]
+    mixed = verdicts.c3a(rocs, ft_keys=bicot.metrics.auc_over_draws([(good[0], neg), (bad[1], neg), (bad[2], neg)]))
+    assert mixed["holds"] is not True and mixed["numbers"]["watermarks attacked"] == 3
+    assert mixed["numbers"]["AUC BiCoT FT, owner's key only"] == rocs["BiCoT FT"]["AUC"]
+    assert verdicts.c3a(rocs, ft_keys=bicot.metrics.auc_over_draws([(p, neg) for p in good]))["holds"]
+    assert verdicts.c3a(rocs, ft_keys=bicot.metrics.auc_over_draws([(p, neg) for p in bad]))["holds"] is False
 
 
 def test_c6_holds_fails_and_inconclusive():

@@ -13,7 +13,7 @@ from repro.common import BaseConfig, knob
 SMOKE = dict(modulus=5, depth_range=(1, 2), d_model=32, n_layers=1, base_steps=40, base2_steps=20,
              use_cached_base=False, wm_steps=10, top_k=6, n_verify=8, n_query_sets=2, n_null_keys=20,
              ft_attack_steps=5, quant_bits=(8,), trunc_k=5, n_acc=64, n_kgw_keys=2, n_wrong_keys=20, whiten_steps=3,
-             whiten_lams=(3.0,), trigger_steps=5, n_bias_draws=2, dose_noise=(0.1,), dose_prune=(0.6,), n_white_box=16)
+             whiten_lams=(3.0,), trigger_steps=5, n_bias_draws=2, n_ft_keys=2, dose_noise=(0.1,), dose_prune=(0.6,), n_white_box=16)
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,11 @@ class Config(BaseConfig):
                                                         "(3.2 at 200 steps, 3.4 at 400 and 800 from BiCoT at seed 0) "
                                                         "short of the watermark's own 3.9, so K3 failed; the card's "
                                                         "setting is scored beside it")
+    n_ft_keys: int = knob(3, ge=1, le=20, doc="watermarks the fine-tuning attack of C3a is run on: the owner's key and "
+                                               "the next-best vetted keys, each embedded on its own batches and "
+                                               "attacked with its own fine-tuning batches; C3a's interval resamples "
+                                               "them (issue 41: the attack's AUC varied 0.59-1.00 over the book's "
+                                               "seeds with one watermark each)")
     quant_bits: tuple[int, ...] = knob((8, 4), ge=2, le=16, min_len=1, doc="weight quantisation bit widths")
     trunc_k: int = knob(6, ge=3, le=19, doc="top-k truncation of the output attack")
     bias_sigma: float = knob(4.0, gt=0, le=20, doc="std σ of the fixed per-token bias at which C4 and K4 are decided "

@@ -259,6 +259,38 @@ def model_attacks(st: Study) -> dict:
             "dist_ft_card": attacks.param_distance(st.models["BiCoT FT card"], bic)}
 
 
+def ft_key_draws(st: Study, neg_models: list[str]) -> list[dict]:
+    """C3a's fine-tuning attack on the watermarks the owner could equally have embedded (issue 41): for each of the
+    next ``n_ft_keys − 1`` best-vetted keys (:func:`choose_key`'s ranking of M0's z), a BiCoT embedded with that key
+    on its own batches (same rule and cap), fine-tuned like "BiCoT FT" on its own batches, and scored under that key
+    against the same negative models (M0, M0', M0c and M0's attacked copies are trained without any key, so they are
+    negatives under every key) plus this watermark's wrong keys. At one seed the owner's key survived the attack
+    (AUC 0.997) while the next two keys' watermarks fell to 0.35: a CI over one watermark's query sets cannot see
+    that. Returns, per extra key: ``pos`` and ``neg`` z arrays, its vetting z, embedding steps and AUC before the
+    attack. The owner's key (draw 0) is the main study's "BiCoT FT"."""
+    c = st.cfg
+    vet = np.asarray(st.info["key_vetting"], float)
+    order = np.argsort(np.where(np.isfinite(vet), vet, np.inf), kind="stable")
+    dr = tuple(c.depth_range)
+    M0 = st.models["M0"]
+    out = []
+    for k in range(1, min(c.n_ft_keys, len(order))):
+        sub = copy.copy(st)
+        sub.models = {n: st.models[n] for n in dict.fromkeys(("M0", *neg_models))}
+        sub.records = {key: v for key, v in st.records.items() if key[0] in sub.models}
+        sub.B = wm.make_key(st.candidates[order[k]], c.d_model, c.key_rank)
+        kw = dict(tok=st.tok, p=c.modulus, depth_range=dr, seed=1000 + c.seed + 97 * k, k=c.top_k,
+                  lam_ctrl=c.lam_ctrl, anchor_types=st.anchor_types, lr=c.wm_lr)
+        sub.models["BiCoT"], info = wm.embed_watermark(copy.deepcopy(M0), M0, sub.B, steps=c.wm_steps, **kw)
+        sub.models["BiCoT FT"] = attacks.finetune_attack(sub.models["BiCoT"], st.tok, c.modulus, dr, c.ft_attack_steps,
+                                                         c.ft_attack_lr, 2000 + c.seed + 97 * k)[c.ft_attack_steps]
+        rb = verify_model(sub, "BiCoT", wrong_keys=True)
+        neg = np.concatenate([zs(verify_model(sub, n)) for n in neg_models] + [wrong_zs(rb)])
+        out.append({"key rank": k, "vetting z": float(vet[order[k]]), "wm steps": int(info["steps"]),
+                    "AUC before": metrics.auc(zs(rb), neg), "pos": zs(verify_model(sub, "BiCoT FT")), "neg": neg})
+    return out
+
+
 def bias_draws(st: Study, n: int, sigma: float | None = None) -> list[np.ndarray]:
     """``n`` draws of the fixed per-token bias δ_v ~ N(0, σ²) of the output attack (σ = ``bias_sigma`` unless given);
     the first is the one C4 scores (its generator is the chapter seed's), the others come from independent streams of

@@ -366,15 +366,30 @@ def c2b(z_hidden, leak: dict | None = None) -> dict:
                 numbers=numbers, reason=reason)
 
 
-def c3a(rocs: dict, extra: dict | None = None) -> dict:
-    """``rocs``: attack -> :func:`repro.bicot.metrics.roc_ci` summary against the C2 negatives."""
+def c3a(rocs: dict, extra: dict | None = None, ft_keys: dict | None = None) -> dict:
+    """``rocs``: attack -> :func:`repro.bicot.metrics.roc_ci` summary against the C2 negatives. ``ft_keys``: the
+    fine-tuning attack over several watermarks (:func:`repro.bicot.metrics.auc_over_draws` of the owner's key and
+    :func:`repro.bicot.experiments.ft_key_draws`): when given, "BiCoT FT" is decided on the mean AUC over the
+    watermarks with the two-level interval (watermarks, then each one's query sets and negatives), issue 41: one
+    watermark's interval does not cover how much the attack's effect varies with the key and the batches."""
     tests = {k: _roc_tests(v, T["C3_auc"])[0] for k, v in rocs.items()}
+    numbers = {**{f"AUC {k}": v["AUC"] for k, v in rocs.items()}, **{f"AUC {k} ci95": v["AUC ci95"] for k, v in rocs.items()}}
+    note = ""
+    if ft_keys is not None and "BiCoT FT" in rocs:
+        per = [float(a) for a in ft_keys["per draw"]]
+        tests["BiCoT FT"] = threshold_from_ci(ft_keys["mean"], *ft_keys["ci95"], T["C3_auc"], ">=", len(per))
+        numbers.update({"AUC BiCoT FT": ft_keys["mean"], "AUC BiCoT FT ci95": ft_keys["ci95"],
+                        "AUC BiCoT FT per watermark": per, "watermarks attacked": len(per),
+                        "AUC BiCoT FT, owner's key only": rocs["BiCoT FT"]["AUC"],
+                        "AUC BiCoT FT, owner's key only ci95": rocs["BiCoT FT"]["AUC ci95"]})
+        note = (f" (BiCoT FT: mean over {len(per)} watermarks, per watermark "
+                + ", ".join(f"{a:.3f}" for a in per) + ")")
     kw = _combine(list(tests.values()))
     parts = ", ".join(f"{k} {t.estimate:.3f} {_ci(t)} ({t.word})" for k, t in tests.items())
-    return dict(**kw, threshold="AUC >= 0.9 after every attack (95 % bootstrap CIs clear)",
-                numbers={**{f"AUC {k}": v["AUC"] for k, v in rocs.items()},
-                         **{f"AUC {k} ci95": v["AUC ci95"] for k, v in rocs.items()}, **(extra or {})},
-                reason=f"AUC after each attack: {parts}")
+    return dict(**kw, threshold="AUC >= 0.9 after every attack (95 % bootstrap CIs clear; the fine-tuning attack's "
+                                "resamples the watermarks it was run on)",
+                numbers={**numbers, **(extra or {})},
+                reason=f"AUC after each attack: {parts}{note}")
 
 
 def c3b(rate_before: float, rate_after: float, n_triggers: int = 8) -> dict:
