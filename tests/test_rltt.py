@@ -409,14 +409,25 @@ def test_shared_prompt_forward_equals_the_plain_forward(model):
 from repro.rltt import verdicts as V  # noqa: E402
 
 
-def test_k1_passes_on_rising_loops_and_fails_on_a_plateau_or_a_small_rise():
-    assert V.k1([.29, .45, .52, .55], [.25, .40, .45, .47])["holds"]
-    plateau = V.k1([.40, .48, .49, .49], [.25, .40, .45, .47])
-    assert not plateau["holds"] and "3->4" in plateau["reason"]
-    small = V.k1([.50, .51, .515, .52], [.25, .40, .45, .47])
-    assert not small["holds"] and "rises only" in small["reason"]
-    assert not V.k1([.29, .45, .52, .55], [.25, .40, .39, .47])["holds"]      # sampled must rise too
-    assert not V.k1([.5], [.5])["holds"]
+def _loops(means, n=600):
+    """[T, n] per-problem correctness with the given per-loop accuracies, nested (problem i is right at loop t when
+    u_i < p_t, one u per problem): a rise between loops is a set of problems that turn right, a fall one that turn
+    wrong."""
+    u = (np.arange(n) + 0.5) / n
+    return np.array([(u < p).astype(float) for p in means])
+
+
+def test_k1_passes_on_rising_loops_and_fails_on_a_fall_or_a_rise_not_clear_of_its_bar():
+    assert V.k1(_loops([.29, .45, .52, .55]), _loops([.25, .40, .45, .47]))["holds"]
+    # issue 41: a plateau whose last step dips inside its noise is no evidence against using the loops
+    dip = V.k1(_loops([.29, .45, .52, .55]), _loops([.21, .35, .353, .352]))
+    assert dip["holds"], dip["reason"]
+    fall = V.k1(_loops([.40, .55, .45, .50]), _loops([.25, .40, .45, .47]))
+    assert not fall["holds"] and "falls measurably at loop step(s) 2->3" in fall["reason"]
+    small = V.k1(_loops([.50, .51, .515, .52]), _loops([.25, .40, .45, .47]))     # +2 points: CI not clear of 3
+    assert not small["holds"] and "rises +2.00 points" in small["reason"]
+    assert not V.k1(_loops([.29, .45, .52, .55]), _loops([.25, .26, .26, .26]))["holds"]   # sampled must rise too
+    assert not V.k1(_loops([.5]), _loops([.5]))["holds"]
 
 
 def _best(test_all, val=None):
@@ -558,7 +569,7 @@ def test_a_failed_control_makes_every_claim_that_needs_it_inconclusive():
     from repro.common import Ledger
     cfg = rl.Config.from_profile("smoke")
     led = Ledger(cfg, V.CLAIMS, controls=V.CONTROLS)
-    led.control("K1", **V.k1([.29, .45, .52, .55], [.25, .40, .45, .47]))
+    led.control("K1", **V.k1(_loops([.29, .45, .52, .55]), _loops([.25, .40, .45, .47])))
     led.control("K2", **V.k2([.49, .45, .50, .46, .48], _best({"greedy": .40, "0.9": .47}), 0.9))
     g_g = np.array([.54, .53, .55, .54, .53])
     led.record("C1", **V.c1(GRPO_S + .01, GRPO_S, .47, g_g, g_g, .55))
@@ -589,16 +600,16 @@ def tiny_sft():
 @pytest.mark.negative_twin("K1")
 def test_k1_fails_for_an_untrained_looped_model(tiny_sft):
     """An untrained looped model (no SFT) evaluated per loop by the chapter's evaluate_model: its intermediate
-    loops carry no graded computation (accuracy 0 at every loop), so K1 must fail on 'does not rise'."""
+    loops carry no graded computation (accuracy 0 at every loop), so K1 must fail: its rise from loop 1 to loop T is 0 with a CI wholly below the bar."""
     cfg = tiny_sft[0]
     sets = tiny_sft[2]
     torch.manual_seed(1)
     blind = rl.build_model(cfg, TOK.vocab_size).eval()
     ev = rl.evaluate_model(blind, {"hard": sets["hard"], "easy": sets["easy"][:4], "B": sets["B"][:4]},
                            cfg.max_new_tokens, cfg.n_eval_samples, cfg.temperature, stride=cfg.trace_stride)
-    r = V.k1(ev["per_loop"], ev["per_loop_sampled"])
-    assert max(ev["per_loop"]) == 0.0
-    assert not r["holds"] and "does not rise" in r["reason"]
+    r = V.k1(ev["per_loop_items"], ev["per_loop_sampled_items"])
+    assert max(ev["per_loop"]) == 0.0 and np.allclose(ev["per_loop_items"].mean(1), ev["per_loop"])
+    assert not r["holds"] and "rises +0.00 points" in r["reason"] and "(fails against 3)" in r["reason"]
 
 
 def _sharpened(model, c):

@@ -98,7 +98,8 @@ def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int
 
     Hard split: greedy and sampled accuracy (``n_samples`` per problem at ``temperature``, the primary metric),
     each also decoding with only t loops (``per_loop``, ``per_loop_sampled``; the last entry is the full
-    model), lucky guesses among the sampled rewards, accuracy by depth; easy split and task B greedy; the mean
+    model; per problem in ``per_loop_items`` and ``per_loop_sampled_items``, [T, n], for control K1's paired
+    intervals), lucky guesses among the sampled rewards, accuracy by depth; easy split and task B greedy; the mean
     exit distribution. The full-depth greedy accuracy ``hard`` (and ``by_depth``) is taken over ``sets["hard"]``
     plus ``sets["hard_extra"]`` when given (greedy decoding is cheap, and more problems shrink the seed-to-seed
     spread of a greedy gain, which is mostly which few problems flip); ``per_loop`` uses ``sets["hard"]`` alone.
@@ -112,14 +113,15 @@ def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int
     greedy_set = list(sets["hard"]) + list(sets.get("hard_extra", []))
     hard = task_a_correct(model, greedy_set, max_new)          # the full-depth greedy metric, on the larger set
     easy = task_a_correct(model, sets["easy"], max_new)
-    per_loop = [float(task_a_correct(model, sets["hard"], max_new, n_loops=t).mean()) for t in range(1, T)]
-    per_loop.append(float(hard[:n_hard].mean()))
-    per_loop_s, lucky = [], None
+    loop_items = [task_a_correct(model, sets["hard"], max_new, n_loops=t) for t in range(1, T)] + [hard[:n_hard]]
+    per_loop = [float(x.mean()) for x in loop_items]
+    per_loop_s, loop_items_s, lucky = [], [], None
     for t in range(1, T + 1):
         gen = torch.Generator().manual_seed(int(sample_seed) * 1000 + 17 * t + 5)
         r, lk = task_a_correct(model, sets["hard"], max_new, n_loops=t, temperature=temperature,
                                n_samples=n_samples, generator=gen, stride=stride)
         per_loop_s.append(float(r.mean()))
+        loop_items_s.append(r.mean(1))
         if t == T:
             sampled, lucky = r, lk
     depth_h = np.array([p.depth for p in greedy_set])
@@ -131,6 +133,7 @@ def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int
         "hard": float(hard.mean()), "easy": float(easy.mean()), "hard_sampled": float(sampled.mean()),
         "B": float(task_b_correct(model, sets["B"], max(max_new, max_new_b)).mean()), "per_loop": per_loop,
         "per_loop_sampled": per_loop_s, "by_depth": by_depth,
+        "per_loop_items": np.array(loop_items), "per_loop_sampled_items": np.array(loop_items_s),
         "lucky": int(lucky.sum()), "rewarded": n_rew, "samples": int(sampled.size),
         "lucky_frac": float(lucky.sum() / max(n_rew, 1)),
         "exit_pdf": mean_exit_pdf(model, sets["hard"]).tolist(),

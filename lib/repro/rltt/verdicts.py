@@ -140,24 +140,36 @@ def in_gain_units(lo: float, hi: float, gain: float) -> list[float] | None:
 
 # ----------------------------------------------------------------------------- controls
 
-def k1(per_loop_greedy: Sequence[float], per_loop_sampled: Sequence[float]) -> dict:
-    """Per-loop accuracies of the SFT model on the hard split, t = 1..T (greedy and sampled at τ)."""
+def k1(items_greedy: np.ndarray, items_sampled: np.ndarray) -> dict:
+    """The SFT model uses its loops: per-problem correctness on the hard split decoding with t = 1..T loops,
+    [T, n] (greedy, and the mean over samples at τ). Decided against the problems' noise (issue 41): for greedy and
+    sampled, the paired 95 % CI of last − first loop must clear ``K1_min_rise``, and no loop step may fall
+    measurably (paired CI of acc(t+1) − acc(t) wholly below 0). The point-estimate rule it replaces ("rises at
+    every step") failed two seeds of five on steps of −0.10 and −0.11 points, well inside their noise, while those
+    seeds' models rose 13.8 and 20.6 points from loop 1 to loop 4."""
     checks, numbers = {}, {}
-    for name, acc in (("greedy", per_loop_greedy), ("sampled", per_loop_sampled)):
-        a = np.asarray(acc, float)
-        steps = np.diff(a)
-        rise = float(a[-1] - a[0]) if a.size else float("nan")
-        numbers[f"SFT per-loop {name}"] = a.tolist()
-        numbers[f"{name} rise first->last (points)"] = 100 * rise
-        flat = [f"{t + 1}->{t + 2} ({_pts(s)})" for t, s in enumerate(steps) if not s > 0]
-        checks[f"{name} accuracy does not rise at loop step(s) {', '.join(flat)}"] = a.size >= 2 and not flat
-        checks[f"{name} accuracy rises only {_pts(rise)} points from loop 1 to loop {a.size} "
-               f"(< {100 * T['K1_min_rise']:.0f})"] = a.size >= 2 and rise >= T["K1_min_rise"]
-    if len(per_loop_greedy) < 2:
-        checks = {"T_max = 1 has no intermediate loop": False}
+    for name, items in (("greedy", items_greedy), ("sampled", items_sampled)):
+        a = np.asarray(items, float)
+        if a.ndim != 2 or a.shape[0] < 2:
+            checks["T_max = 1 has no intermediate loop"] = False
+            continue
+        means = a.mean(1)
+        numbers[f"SFT per-loop {name}"] = means.tolist()
+        rise = compare_paired(a[-1], a[0])
+        tt = threshold_from_ci(rise.mean_diff, rise.ci_lo, rise.ci_hi, T["K1_min_rise"], ">=", rise.n)
+        numbers[f"{name} rise first->last (points)"] = 100 * rise.mean_diff
+        numbers[f"{name} rise ci95 (points)"] = [100 * rise.ci_lo, 100 * rise.ci_hi]
+        steps = [compare_paired(a[t + 1], a[t]) for t in range(a.shape[0] - 1)]
+        numbers[f"{name} steps (points)"] = [100 * c.mean_diff for c in steps]
+        falls = [f"{t + 1}->{t + 2} ({_pts(c.mean_diff)} [{_pts(c.ci_lo)}, {_pts(c.ci_hi)}])"
+                 for t, c in enumerate(steps) if c.ci_hi < 0]
+        checks[f"{name} accuracy falls measurably at loop step(s) {', '.join(falls)}"] = not falls
+        checks[f"{name} accuracy rises {_pts(rise.mean_diff)} points from loop 1 to loop {a.shape[0]}, 95 % CI "
+               f"[{_pts(rise.ci_lo)}, {_pts(rise.ci_hi)}] over {rise.n} problems ({tt.word} against "
+               f"{100 * T['K1_min_rise']:.0f})"] = tt.word == "holds"
     return dict(holds=all(checks.values()),
-                threshold=f"strictly increasing in t and last − first >= {100 * T['K1_min_rise']:.0f} points, "
-                          "greedy and sampled",
+                threshold=f"last − first >= {100 * T['K1_min_rise']:.0f} points (paired 95 % CI over problems clear of "
+                          "it) and no loop step with a measurable fall (paired CI wholly below 0), greedy and sampled",
                 numbers=numbers, reason="; ".join(k for k, ok in checks.items() if not ok))
 
 
