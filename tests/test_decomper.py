@@ -356,6 +356,20 @@ def test_c3_hold_and_fail():
     assert lo < 5 < hi and not r["holds"] and "contains the bar" in r["inconclusive"]
 
 
+def test_c3_resamples_the_calibration_draws():
+    """Issue 41: the gain clears 5 points on the first calibration draw but not on the next two (the pilot at
+    seed 3: +8.1, +7.6, +5.9, +7.0, +4.3, +1.8 over six draws); over the three the interval covers the bar."""
+    none = (rng.random((3, 2000)) < 0.55).astype(float)
+    gains = (0.16, 0.02, 0.03)
+    refit = np.stack([np.where(rng.random(2000) < g, 1.0, n) for g, n in zip(gains, none)])
+    assert V.c3(refit[0], none[0])["holds"]
+    r = V.c3(refit, none)
+    assert r["numbers"]["calibration draws"] == 3 and len(r["numbers"]["per calibration draw (points)"]) == 3
+    lo, hi = r["numbers"]["diff ci95 (points)"]
+    assert lo < 5 < hi and r["holds"] is False and r["inconclusive"]
+    assert V.c3(np.stack([np.where(rng.random(2000) < 0.2, 1.0, n) for n in none]), none)["holds"]
+
+
 def test_c4_holds_fails_and_inconclusive():
     base = 1e-3 * (1 + 0.001 * rng.standard_normal(50))
     lat = {"none": base, "refit": base * 1.01, "none (A/A copy)": base * 1.0}

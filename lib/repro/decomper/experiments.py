@@ -40,6 +40,7 @@ class Experiment:
     calib: dict = field(default_factory=dict)   # headline cell, calib seed 0: in-sample numbers (K2)
     drift: dict = field(default_factory=dict)   # "none"/"refit" (test), "none_cal"/"refit_cal" -> drift_profile
     probe: dict = field(default_factory=dict)   # model -> per-item correctness
+    probe_calib: dict = field(default_factory=dict)   # (calib seed, "none"/"refit") -> per-item correctness (C3)
     probe_counts: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
     block_params: dict = field(default_factory=dict)
@@ -78,6 +79,7 @@ def run_experiment(cfg, dense: LlamaLM, splits: dict, progress: Callable[[str], 
     exp = Experiment(unigram=unigram_entropy(splits["test"]), dense_loss=test_loss(dense, W),
                      dense_loss_h=test_loss(dense, Wh))
     keep = {}
+    ctx, tgt, alt = closing_probe(splits["test"], cfg.probe_n, cfg.seq_len)
     for c in range(cfg.n_calib_seeds):
         cal = calib_windows(cfg, splits["calib"], c)
         x = cal[:, :-1]
@@ -94,6 +96,8 @@ def run_experiment(cfg, dense: LlamaLM, splits: dict, progress: Callable[[str], 
                 if _headline(cfg, m, r):
                     for v, mod in models.items():
                         exp.losses_h[(c, v)] = test_loss(mod, Wh)
+                    for v in ("none", "refit"):          # C3 over the calibration draws
+                        exp.probe_calib[(c, v)] = probe_correct(models[v], ctx, tgt, alt)
                     if c == 0:
                         keep = models
                         keep["cal"] = cal
@@ -123,10 +127,10 @@ def run_experiment(cfg, dense: LlamaLM, splits: dict, progress: Callable[[str], 
         ch = int((outs["none"] - outs["dense"]).pow(2).mean((0, 1)).argmax())
         exp.hist = {"channel": ch, **{k: o[..., ch].reshape(-1).numpy() for k, o in outs.items()}}
     # probe
-    ctx, tgt, alt = closing_probe(splits["test"], cfg.probe_n, cfg.seq_len)
     exp.probe_counts = {"items": int(len(tgt)), "per byte": int(len(tgt) // 4)}
-    exp.probe = {k: probe_correct(mod, ctx, tgt, alt) for k, mod in
-                 (("dense", dense), ("none", none), *((v, keep[v]) for v in cfg.variants))}
+    exp.probe = {"dense": probe_correct(dense, ctx, tgt, alt), "none": exp.probe_calib[(0, "none")],
+                 **{v: exp.probe_calib[(0, v)] if v == "refit" else probe_correct(keep[v], ctx, tgt, alt)
+                    for v in cfg.variants}}
     # parameters and latency
     models = {"dense": dense, "none": none, **{v: keep[v] for v in cfg.variants}}
     exp.params = {k: param_count(mod) for k, mod in models.items()}
