@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from repro.common import BaseConfig, knob
 
-SMOKE = dict(n_mdps=3, S=6, A=3, support_k=3, scaling_S_clarabel=(6, 10), scaling_S_scs=(),
+SMOKE = dict(n_mdps=3, n_mdps_count=8, S=6, A=3, support_k=3, scaling_S_clarabel=(6, 10), scaling_S_scs=(),
              sv_n_list=(30, 300), sv_seeds=1, n_restarts=2, maxfev=300, search_rounds=5, c1_mdps=3, c1_policies=30, grid_n=3)
 
 
@@ -18,7 +18,10 @@ class Config(BaseConfig):
     PROFILES: ClassVar[dict] = {"full": {}, "smoke": SMOKE}
 
     # random MDPs (C2, C3, C4, C7)
-    n_mdps: int = knob(20, ge=1, le=200, doc="random MDPs of the method comparison (C2–C4, C7)")
+    n_mdps: int = knob(20, ge=1, le=200, doc="random MDPs of the method comparison with the SLEM search (C3, C4, C7)")
+    n_mdps_count: int = knob(400, ge=1, le=5000, doc="random MDPs of the count claims C2a, C2b, C4b (the first "
+                                                        "n_mdps of them are the searched ones): a share over 20 MDPs "
+                                                        "cannot tell 0.94 from the bar 0.9")
     S: int = knob(12, ge=3, le=60, doc="states of the random MDPs")
     A: int = knob(3, ge=2, le=10, doc="actions of the random MDPs")
     support_k: int = knob(4, ge=1, le=60, doc="states in the random support of every P(·|s,a)")
@@ -59,6 +62,8 @@ class Config(BaseConfig):
     slip: float = knob(0.1, gt=0, le=1, doc="slip probability of the grid world")
 
     def check(self) -> None:
+        if self.n_mdps_count < self.n_mdps:
+            self.fail("n_mdps_count", f"must be >= n_mdps ({self.n_mdps}); got {self.n_mdps_count}")
         if self.support_k > self.S:
             self.fail("support_k", f"must be <= S ({self.S}); got {self.support_k}")
         for name in ("scaling_S_clarabel", "scaling_S_scs", "sv_n_list"):

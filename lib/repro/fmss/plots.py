@@ -84,6 +84,7 @@ def gap_strip(c2: pd.DataFrame) -> plt.Figure:
     gap = (piv["FMSS"] - piv["SLEM search"]).to_numpy()
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     for y, v, m in ((2, rel_v, "LP vertex"), (1, rel_m, "max-entropy"), (0, gap, "SLEM search")):
+        v = v[np.isfinite(v)]          # the search runs on the first n_mdps MDPs only
         ax.scatter(v, np.full(len(v), y) + np.linspace(-0.15, 0.15, len(v)), s=18, color=style.color(m))
         ax.plot([np.median(v)] * 2, [y - 0.3, y + 0.3], "k-", lw=2)
     ax.axvline(0, color="grey", lw=1)

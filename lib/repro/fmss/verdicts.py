@@ -274,41 +274,70 @@ def claim_c1(s: dict) -> dict:
                                          "reversible chain", numbers=s, reason=reason)
 
 
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson 95 % interval of the share k/n (the same as scipy's ``binomtest(k, n).proportion_ci("wilson")``)."""
+    if not 0 <= k <= n:
+        raise ValueError(f"a share needs 0 <= k <= n; got k={k}, n={n}")
+    if n == 0:
+        return float("nan"), float("nan")
+    p, d = k / n, 1 + z * z / n
+    c, h = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return max(0.0, c - h), min(1.0, c + h)
+
+
+def _share(k: int, n: int, bar: float) -> tuple[str, str]:
+    """Decide "share k/n ≥ bar" on its Wilson 95 % interval: ("holds"|"fails"|"inconclusive", text). A count over a
+    sample of random MDPs is a share of random MDPs; its point estimate near the bar decides nothing (issue 41)."""
+    lo, hi = wilson(k, n)
+    word = "holds" if lo >= bar else "fails" if hi < bar else "inconclusive"
+    return word, f"{k}/{n} = {k / n:.1%} (Wilson 95 % CI [{lo:.1%}, {hi:.1%}]) against the bar {bar:.0%}"
+
+
+def _count_claim(word: str, parts_failed: list[str], parts_open: list[str], why: str, n: int) -> dict:
+    small = _small(n)
+    if word == "fails":
+        return dict(holds=False, reason="; ".join(parts_failed) + why, inconclusive=small)
+    if word == "holds":
+        return dict(holds=True, reason="", inconclusive=small)
+    return dict(holds=False, reason="", inconclusive=small or ("; ".join(parts_open) + ": the 95 % interval "
+                                                               "straddles the bar"))
+
+
 def claim_c2a(s: dict) -> dict:
-    """C2(a) from :func:`repro.fmss.experiments.summarise_c2`."""
+    """C2(a) from :func:`repro.fmss.experiments.summarise_c2`: the share of MDPs where FMSS's SLEM is below the LP
+    vertex's (card: ≥ 18/20, i.e. ≥ 90 %) and the median relative reduction (≥ 10 %), each decided on its 95 %
+    interval over the random MDPs; holds when both clear their bars, fails when either is wholly below."""
     n, below, red = s["MDPs"], s["FMSS below LP vertex"], s["median reduction vs LP vertex"]
-    need = math.ceil(0.9 * n - 1e-12)
-    holds = below >= need and red >= 0.10
-    parts = []
-    if below < need:
-        parts.append(f"FMSS's SLEM is below the LP vertex's on {below}/{n} MDPs (< {need})")
-    if red < 0.10:
-        parts.append(f"the median relative reduction is {red:.1%} (< 10%)")
-    reason = "" if holds else (
-        "; ".join(parts) + ": FMSS minimises σ, the worst one-step χ² contraction, not the SLEM, and on these "
-        f"non-reversible chains σ sits above the SLEM (median σ − SLEM of FMSS {_g(s['median σ − SLEM of FMSS'])}), "
-        f"so an LP vertex with larger σ can mix faster")
-    return dict(holds=holds, threshold=f"FMSS below LP vertex on ≥ {need}/{n} MDPs and median reduction ≥ 10%",
-                numbers={k: s[k] for k in ("MDPs", "FMSS below LP vertex", "median reduction vs LP vertex",
-                                           "mean SLEM(LP vertex) − SLEM(FMSS) [95% CI]")},
-                reason=reason, inconclusive=_small(n))
+    w1, t1 = _share(below, n, 0.9)
+    lo, hi = s["median reduction vs LP vertex 95% CI"]
+    w2 = "holds" if lo >= 0.10 else "fails" if hi < 0.10 else "inconclusive"
+    t2 = f"median relative reduction {red:.1%} (95 % CI [{lo:.1%}, {hi:.1%}]) against the bar 10%"
+    word = "fails" if "fails" in (w1, w2) else "holds" if (w1, w2) == ("holds", "holds") else "inconclusive"
+    why = (": FMSS minimises σ, the worst one-step χ² contraction, not the SLEM, and on these non-reversible chains σ "
+           f"sits above the SLEM (median σ − SLEM of FMSS {_g(s['median σ − SLEM of FMSS'])}), so an LP vertex with "
+           "larger σ can mix faster")
+    out = _count_claim(word, [t for w, t in ((w1, t1), (w2, t2)) if w == "fails"],
+                       [t for w, t in ((w1, t1), (w2, t2)) if w == "inconclusive"], why, n)
+    return dict(**out, threshold="share of MDPs with FMSS's SLEM below the LP vertex's ≥ 90 % (card: 18/20) and median "
+                                 "reduction ≥ 10%, each on its 95 % interval",
+                numbers={k: s[k] for k in ("MDPs", "FMSS below LP vertex", "median reduction vs LP vertex", "median reduction vs LP vertex 95% CI",
+                                           "mean SLEM(LP vertex) − SLEM(FMSS) [95% CI]")})
 
 
 def claim_c2b(s: dict) -> dict:
-    """C2(b) from :func:`repro.fmss.experiments.summarise_c2`."""
+    """C2(b) from :func:`repro.fmss.experiments.summarise_c2`: the share of MDPs where FMSS's SLEM is below the
+    max-entropy policy's (card: ≥ 10/20, i.e. ≥ 50 %), decided on its Wilson 95 % interval."""
     n, below = s["MDPs"], s["FMSS below max-entropy"]
-    need = math.ceil(0.5 * n - 1e-12)
-    holds = below >= need
-    reason = "" if holds else (
-        f"FMSS's SLEM is below the max-entropy policy's on only {below}/{n} MDPs (< {need}; median relative "
-        f"reduction {s['median reduction vs max-entropy']:.1%}): the max-entropy policy has the larger σ on "
-        f"{s[ME_ABOVE]}/{n} MDPs (FMSS minimises σ) yet spreads its actions over "
-        "all next-state laws, which mixes well, and σ ≥ SLEM is loose for these non-reversible chains (median "
-        f"σ − SLEM of FMSS {_g(s['median σ − SLEM of FMSS'])})")
-    return dict(holds=holds, threshold=f"FMSS below max-entropy on ≥ {need}/{n} MDPs",
+    word, t = _share(below, n, 0.5)
+    why = (f" (median relative reduction {s['median reduction vs max-entropy']:.1%}): the max-entropy policy has the "
+           f"larger σ on {s[ME_ABOVE]}/{n} MDPs (FMSS minimises σ) yet spreads its actions over all next-state laws, "
+           "which mixes well, and σ ≥ SLEM is loose for these non-reversible chains (median σ − SLEM of FMSS "
+           f"{_g(s['median σ − SLEM of FMSS'])})")
+    out = _count_claim(word, [f"FMSS's SLEM is below the max-entropy policy's on {t}"], [t], why, n)
+    return dict(**out, threshold="share of MDPs with FMSS's SLEM below the max-entropy policy's ≥ 50 % (card: 10/20), "
+                                 "on its Wilson 95 % interval",
                 numbers={k: s[k] for k in ("MDPs", "FMSS below max-entropy", "median reduction vs max-entropy",
-                                           "mean SLEM(max-entropy) − SLEM(FMSS) [95% CI]")},
-                reason=reason, inconclusive=_small(n))
+                                           "mean SLEM(max-entropy) − SLEM(FMSS) [95% CI]")})
 
 
 def claim_c3(s: dict, mdps: int, full_search: bool) -> dict:
@@ -335,16 +364,16 @@ def claim_c4a(s: dict) -> dict:
 
 
 def claim_c4b(s: dict) -> dict:
-    """C4(b) from :func:`repro.fmss.experiments.summarise_c4`."""
+    """C4(b) from :func:`repro.fmss.experiments.summarise_c4`: the share of MDPs where FMSS's worst-start TV at k is
+    below the LP vertex's (card: ≥ 16/20, i.e. ≥ 80 %), decided on its Wilson 95 % interval."""
     n, below = s["MDPs"], s["FMSS TV below LP vertex"]
-    need = math.ceil(0.8 * n - 1e-12)
-    holds = below >= need
-    reason = "" if holds else (
-        f"FMSS's worst-start TV at k is below the LP vertex's on only {below}/{n} MDPs (< {need}; median ratio "
-        f"{_g(s['median TV ratio FMSS/LP vertex'])}): σ orders certificates, not finite-time distances")
-    return dict(holds=holds, threshold=f"TV at k below the LP vertex's on ≥ {need}/{n} MDPs",
-                numbers={k: s[k] for k in ("MDPs", "FMSS TV below LP vertex", "median TV ratio FMSS/LP vertex")},
-                reason=reason, inconclusive=_small(n))
+    word, t = _share(below, n, 0.8)
+    why = (f" (median ratio {_g(s['median TV ratio FMSS/LP vertex'])}): σ orders certificates, not finite-time "
+           "distances")
+    out = _count_claim(word, [f"FMSS's worst-start TV at k is below the LP vertex's on {t}"], [t], why, n)
+    return dict(**out, threshold="share of MDPs with TV at k below the LP vertex's ≥ 80 % (card: 16/20), on its Wilson "
+                                 "95 % interval",
+                numbers={k: s[k] for k in ("MDPs", "FMSS TV below LP vertex", "median TV ratio FMSS/LP vertex")})
 
 
 def claim_c4c(s: dict) -> dict:
