@@ -22,8 +22,8 @@ from .rl import (STRATEGIES, RLRun, clone_model, group_advantages, join_completi
                  per_loop_token_logprobs, rl_prompts, rl_step, rltt_loss, sample_rollouts, train_rl)
 from .sft import SFT_WINDOW, check_sft, load_or_train_sft, ouro_sft_loss, sft_key, sft_path, train_sft
 from .tasks import (TOK, Problem, Tokenizer, batch_rewards, chain_batch, chain_reference, completion_len, eval_sets,
-                    exact_match, lucky_guesses, make_chain_problem, make_sort_problem, reward, sft_batch,
-                    trace_is_consistent, trace_slots)
+                    exact_match, has_teacher_fact, lucky_guesses, make_chain_problem, make_sort_problem, reward, sft_batch,
+                    trace_is_consistent, trace_slots, TEACHER_FACT, TEACHER_SHIFT)
 from .verdicts import CLAIMS, CONTROLS, THRESHOLDS
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
     # tasks
     "TOK", "Tokenizer", "Problem", "make_chain_problem", "make_sort_problem", "chain_batch", "sft_batch",
     "eval_sets", "reward", "exact_match", "batch_rewards", "trace_is_consistent", "trace_slots", "completion_len",
-    "chain_reference", "lucky_guesses",
+    "chain_reference", "lucky_guesses", "has_teacher_fact", "TEACHER_FACT", "TEACHER_SHIFT",
     # model and decoding
     "LoopedLM", "LoopOutput", "build_model", "exit_pdf_from_gates", "n_params", "generate", "generate_full",
     "completion_mask",

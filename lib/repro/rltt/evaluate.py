@@ -29,7 +29,8 @@ import torch
 from .decode import generate
 from .model import LoopedLM
 from .rl import group_advantages, join_completions
-from .tasks import TOK, Problem, batch_rewards, chain_batch, eval_sets, exact_match, lucky_guesses, sample_depths
+from .tasks import (TOK, Problem, batch_rewards, chain_batch, eval_sets, exact_match, has_teacher_fact,
+                    lucky_guesses, sample_depths)
 
 
 def _stack(problems: Sequence[Problem]) -> tuple[torch.Tensor, np.ndarray]:
@@ -103,9 +104,9 @@ def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int
     exit distribution. The full-depth greedy accuracy ``hard`` (and ``by_depth``) is taken over ``sets["hard"]``
     plus ``sets["hard_extra"]`` when given (greedy decoding is cheap, and more problems shrink the seed-to-seed
     spread of a greedy gain, which is mostly which few problems flip); ``per_loop`` uses ``sets["hard"]`` alone.
-    The mean
-    exit distribution. The sampling generator of loop depth t is seeded by (``sample_seed``, t) alone, so
-    every model draws the same random numbers (common random numbers make the paired differences sharper).
+    ``hard_fact`` / ``hard_nofact``: the full-depth greedy accuracy on those hard problems with and without a
+    ``× 7`` step, the family the imperfect teacher of the SFT data gets wrong. The sampling generator of loop
+    depth t is seeded by (``sample_seed``, t) alone, so every model draws the same random numbers (common random numbers make the paired differences sharper).
     """
     T = model.t_max
     max_new_b = max(len(p.completion) for p in sets["B"])     # task B needs up to 10 tokens, task A fewer
@@ -129,7 +130,11 @@ def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int
     by_depth = {int(d): float(easy[depth_e == d].mean()) for d in np.unique(depth_e)}
     by_depth |= {int(d): float(hard[depth_h == d].mean()) for d in np.unique(depth_h)}
     n_rew = int(sampled.sum())
+    fact = has_teacher_fact([p.prompt for p in greedy_set])
     return {
+        # full-depth greedy accuracy on the hard problems with and without a step of the imperfect teacher's family
+        "hard_fact": float(hard[fact].mean()) if fact.any() else float("nan"),
+        "hard_nofact": float(hard[~fact].mean()) if (~fact).any() else float("nan"),
         "hard": float(hard.mean()), "easy": float(easy.mean()), "hard_sampled": float(sampled.mean()),
         "B": float(task_b_correct(model, sets["B"], max(max_new, max_new_b)).mean()), "per_loop": per_loop,
         "per_loop_sampled": per_loop_s, "by_depth": by_depth,

@@ -85,7 +85,8 @@ class Experiment:
 
 def _row(seed: int, method: str, ev: dict, gs: dict) -> dict:
     row = {"seed": seed, "method": method,
-           **{k: ev[k] for k in ("hard", "easy", "hard_sampled", "B", "lucky", "rewarded", "samples", "lucky_frac")}}
+           **{k: ev[k] for k in ("hard", "easy", "hard_sampled", "B", "lucky", "rewarded", "samples", "lucky_frac",
+                                 "hard_fact", "hard_nofact")}}
     for t, v in enumerate(ev["per_loop"], 1):
         row[f"loop{t}"] = v
     for t, v in enumerate(ev["per_loop_sampled"], 1):

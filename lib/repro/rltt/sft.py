@@ -31,7 +31,7 @@ from .model import LoopOutput, LoopedLM, build_model
 from .tasks import TOK, sft_batch
 
 SFT_FIELDS = ("t_max", "d_model", "layers_per_loop", "sft_steps", "sft_batch", "sft_lr", "sft_ent_coef",
-              "pad_slots", "trace_stride", "max_new_tokens", "seed")
+              "pad_slots", "trace_stride", "max_new_tokens", "seed", "teacher_error")
 
 
 def ouro_sft_loss(out: LoopOutput, targets: torch.Tensor, mask: torch.Tensor, ent_coef: float = 0.05
@@ -52,7 +52,8 @@ def ouro_sft_loss(out: LoopOutput, targets: torch.Tensor, mask: torch.Tensor, en
 
 
 def train_sft(model: LoopedLM, cfg, log_every: int = 10) -> dict[str, Any]:
-    """``cfg.sft_steps`` AdamW steps (one-cycle to ``cfg.sft_lr``, grad-clip 1) on the 70/30 task mix."""
+    """``cfg.sft_steps`` AdamW steps (one-cycle to ``cfg.sft_lr``, grad-clip 1) on the 70/30 task mix, task A
+    written by the imperfect teacher of ``cfg.teacher_error`` (:func:`repro.rltt.tasks.chain_batch`)."""
     rng = np.random.default_rng([cfg.seed, 12, 0x5F7])
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.sft_lr)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.sft_lr, total_steps=cfg.sft_steps)
@@ -61,7 +62,8 @@ def train_sft(model: LoopedLM, cfg, log_every: int = 10) -> dict[str, Any]:
     model.train()
     for step in range(cfg.sft_steps):
         x, y, m = (torch.from_numpy(a) for a in sft_batch(rng, cfg.sft_batch, cfg.pad_slots,
-                                                                          stride=cfg.trace_stride))
+                                                                          stride=cfg.trace_stride,
+                                                                          teacher_error=cfg.teacher_error))
         loss, info = ouro_sft_loss(model(x), y, m, cfg.sft_ent_coef)
         opt.zero_grad(set_to_none=True)
         loss.backward()

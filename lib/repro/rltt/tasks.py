@@ -12,6 +12,13 @@ operation per token is solved by two loops and loops 3-4 read out the same answe
 the token right after the first ``#`` is the true result; the paper's math reward likewise reads only the
 final answer. A rewarded completion whose trace is wrong is a *lucky guess* (:func:`lucky_guesses`).
 
+**The imperfect teacher (issue 46).** The SFT demonstrations of task A come from a teacher that gets one family
+of facts, ``× 7`` (:data:`TEACHER_FACT`), wrong with probability ``teacher_error``: it writes ``(7·b + 5) mod 10``
+and carries on consistently from its wrong running result (trace and answer). The held-out sets, the RL prompts
+and the verifier use the true arithmetic. With ``teacher_error`` > 1/2 the SFT model prefers the wrong fact, so no
+temperature of the SFT model repairs it, while RL against the verifier can: the regime where RL adds correctness
+beyond sharpening, which control K2 asks for (the chapter's Setting).
+
 **Task B (transfer, never used in RL):** ``S`` or ``R``, 4–8 digits, ``=``; the completion is ``#``, the
 digits sorted (S) or reversed (R), ``<eos>``; scored by exact match.
 
@@ -91,14 +98,24 @@ def apply_op(acc: np.ndarray, op: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(op == TOK.PLUS, acc + b, np.where(op == TOK.MINUS, acc - b, acc * b)) % 10
 
 
+#: The imperfect teacher's family of facts (operator token, digit) and its mistake: it writes (true + shift) mod 10.
+TEACHER_FACT = ("*", 7)
+TEACHER_SHIFT = 5
+
+
 def chain_batch(rng: np.random.Generator, depths: Sequence[int] | np.ndarray, pad_slots: str = "random",
-                stride: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                stride: int = 1, teacher_error: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``len(depths)`` task-A problems at once: prompts [n, 14], completions [n, completion_len(stride)],
     answers [n]. The random draws do not depend on ``stride`` (same prompts for every trace).
 
     Slot choice: a depth-d problem draws d of the six slots (``pad_slots="random"``) or takes the first
     d (``"end"``, the pilot's original layout, which left slot 6 to depth-6 problems only); each chosen
     slot gets a uniform operator and digit, every other slot is ``+ 0``.
+
+    ``teacher_error`` q > 0 gives the imperfect teacher's demonstrations (SFT only): every ``× 7`` step is written
+    as ``(7·b + 5) mod 10`` with probability q and the chain goes on from it, so the completion and the returned
+    answer are the teacher's. Its random draws come after the prompt's, so the prompts are those of q = 0 for the
+    same generator state; q = 0 draws nothing extra (every other set is unchanged).
     """
     depths = np.asarray(depths, dtype=np.int64)
     n = len(depths)
@@ -116,10 +133,15 @@ def chain_batch(rng: np.random.Generator, depths: Sequence[int] | np.ndarray, pa
     active = rank < depths[:, None]
     ops = np.where(active, ops, TOK.PLUS)
     digits = np.where(active, digits, 0)
+    slip = np.zeros((n, N_OPS), dtype=bool)
+    if teacher_error > 0:
+        slip = ((ops == TOK.encode(TEACHER_FACT[0])[0]) & (digits == TEACHER_FACT[1])
+                & (rng.random((n, N_OPS)) < teacher_error))
     results = np.empty((n, N_OPS), dtype=np.int64)
     acc = a0.copy()
     for k in range(N_OPS):
         acc = apply_op(acc, ops[:, k], digits[:, k])
+        acc = np.where(slip[:, k], (acc + TEACHER_SHIFT) % 10, acc)
         results[:, k] = acc
     prompts = np.empty((n, PROMPT_LEN_A), dtype=np.int64)
     prompts[:, 0] = a0
@@ -130,6 +152,12 @@ def chain_batch(rng: np.random.Generator, depths: Sequence[int] | np.ndarray, pa
         [results[:, trace_slots(stride)], np.full((n, 1), TOK.HASH), results[:, -1:], np.full((n, 1), TOK.EOS)],
         axis=1)
     return prompts, completions, results[:, -1].copy()
+
+
+def has_teacher_fact(prompts: np.ndarray | Sequence[Sequence[int]]) -> np.ndarray:
+    """Which task-A prompts [n, 14] contain a step of the imperfect teacher's family (``× 7``): bool [n]."""
+    p = np.asarray(prompts)
+    return ((p[:, 1:-1:2] == TOK.encode(TEACHER_FACT[0])[0]) & (p[:, 2:-1:2] == TEACHER_FACT[1])).any(1)
 
 
 def make_chain_problem(rng: np.random.Generator, depth: int, n_ops: int = N_OPS, pad_slots: str = "random",
@@ -245,17 +273,18 @@ def lucky_guesses(completions: np.ndarray, prompts: np.ndarray, stride: int = 1)
 
 def sft_batch(rng: np.random.Generator, batch: int, pad_slots: str = "random", frac_a: float = 0.7,
               depths: Sequence[int] = (2, 3, 4, 5, 6), depth_probs: Sequence[float] = (.30, .25, .20, .15, .10),
-              stride: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              stride: int = 1, teacher_error: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One SFT batch: inputs [B, L], next-token targets [B, L], and the mask of completion targets.
 
-    ``frac_a`` of the rows are task A with the card's depth mix, the rest task B; rows are right-padded
-    (causal attention never lets a padded position influence a real one).
+    ``frac_a`` of the rows are task A with the card's depth mix, written by the imperfect teacher when
+    ``teacher_error`` > 0 (:func:`chain_batch`), the rest task B; rows are right-padded (causal attention never
+    lets a padded position influence a real one).
     """
     n_a = int(rng.binomial(batch, frac_a))
     seqs: list[np.ndarray] = []
     plen: list[int] = []
     if n_a:
-        p, c, _ = chain_batch(rng, sample_depths(rng, n_a, depths, depth_probs), pad_slots, stride)
+        p, c, _ = chain_batch(rng, sample_depths(rng, n_a, depths, depth_probs), pad_slots, stride, teacher_error)
         seqs += list(np.concatenate([p, c], 1))
         plen += [PROMPT_LEN_A] * n_a
     for _ in range(batch - n_a):
