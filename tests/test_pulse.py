@@ -562,6 +562,19 @@ def test_card_setting_config_keeps_c3s_methods_only():
     card = E.card_setting_cfg(cfg)
     assert card.ecg_setting == "card" and set(card.ecg_methods) == set(E.C3_METHODS) and card.seed == cfg.seed
     assert cfg.ecg_setting != "card"
+    assert E.seeds(card) == E.seeds(cfg)[:cfg.c3_card_seeds]
+    two = E.card_setting_cfg(dataclasses.replace(cfg, c3_card_seeds=2))
+    assert E.seeds(two) == E.seeds(cfg)[:2]
+    card_jobs = [j for j in P.training_jobs(cfg) if j.setting == "card"]
+    assert {j.seed for j in card_jobs} == set(E.seeds(card)) and len(card_jobs) == len(E.seeds(card)) * len(card.ecg_methods)
+
+
+def test_ecg_models_train_at_the_ecg_learning_rate():
+    cfg = P.Config.from_profile("full")
+    assert E.lr_for(cfg, E.data_key(cfg, "ecg", 0)) == cfg.ecg_lr != cfg.lr
+    assert E.lr_for(cfg, E.data_key(cfg, "lorenz", 0)) == cfg.lr
+    # the learning rate is part of every model's cache key
+    assert "ecg_lr" in E._hparams(cfg)
 
 
 def test_c6_with_one_training_run_is_inconclusive():

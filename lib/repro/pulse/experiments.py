@@ -90,7 +90,7 @@ def build(method: str, in_ch: int, cfg: Config, n_classes: int | None = None) ->
 
 
 def _hparams(cfg: Config) -> dict:
-    keys = ("emb_dim", "hidden", "depth", "gru_hidden", "gru_layers", "batch_size", "lr", "n_init_samples",
+    keys = ("emb_dim", "hidden", "depth", "gru_hidden", "gru_layers", "batch_size", "lr", "ecg_lr", "n_init_samples",
             "sample_right_boundary", "tv_dim", "pool_denom", "window", "max_train_windows", "dsvae_kl_weight")
     return {k: getattr(cfg, k) for k in keys}
 
@@ -122,6 +122,12 @@ def epochs_for(cfg: Config, data_key: dict, method: str = "") -> int:
     return cfg.mae_lorenz_epochs if method == "mae" else cfg.epochs
 
 
+def lr_for(cfg: Config, data_key: dict) -> float:
+    """Peak learning rate of a data set's models: ``ecg_lr`` for ECG (every method, the supervised references
+    included), ``lr`` for Lorenz."""
+    return cfg.ecg_lr if data_key.get("kind") == "ecg" else cfg.lr
+
+
 def train_cached(method: str, ds: Dataset, data_key: dict, cfg: Config, seed: int, *,
                  train: Any = None, max_steps: int | None = None, tag: str = "",
                  scale: int = 1) -> tuple[torch.nn.Module, TrainLog]:
@@ -145,7 +151,7 @@ def train_cached(method: str, ds: Dataset, data_key: dict, cfg: Config, seed: in
         return model, blob["log"]
     bs = min(cfg.batch_size, len(train))
     epochs = ep if max_steps is None else int(np.ceil(max_steps / np.ceil(len(train) / bs)))
-    log = fit(model, train, epochs=epochs, batch_size=bs, lr=cfg.lr, seed=seed, max_steps=max_steps,
+    log = fit(model, train, epochs=epochs, batch_size=bs, lr=lr_for(cfg, data_key), seed=seed, max_steps=max_steps,
               eval_data=eval_windows(ds, seed) if pretraining else None, n_checkpoints=N_CHECKPOINTS)
     if isinstance(model, DSVAE):
         log.extra = dict(model.last)
@@ -339,9 +345,11 @@ C3_METHODS = ("pulse", "simclr", "ts2vec", "mae", "dsvae")
 
 def card_setting_cfg(cfg: Config) -> Config:
     """The config of C3's report on the card's ECG setting (issue 42): the card's class parameters and nuisances,
-    C3's methods only (those of ``cfg.ecg_methods``), everything else as ``cfg``."""
+    C3's methods only (those of ``cfg.ecg_methods``), on the run's first ``c3_card_seeds`` seeds, everything else
+    as ``cfg``."""
     import dataclasses
-    return dataclasses.replace(cfg, ecg_setting="card", ecg_methods=tuple(m for m in cfg.ecg_methods if m in C3_METHODS))
+    return dataclasses.replace(cfg, ecg_setting="card", ecg_methods=tuple(m for m in cfg.ecg_methods if m in C3_METHODS),
+                               n_seeds=min(cfg.n_seeds, cfg.c3_card_seeds))
 
 
 def run_ecg(cfg: Config, double: bool = True) -> Run:

@@ -75,7 +75,7 @@ def training_jobs(cfg: Config) -> list[Job]:
     from .experiments import card_setting_cfg
     if cfg.c3_card_setting and cfg.ecg_setting != "card":
         card = card_setting_cfg(cfg)
-        jobs += [Job(m, "ecg", s, setting="card") for s in seeds(cfg) for m in card.ecg_methods
+        jobs += [Job(m, "ecg", s, setting="card") for s in seeds(card) for m in card.ecg_methods
                  if not (m in cfg.seed0_only and s != first)]
     return jobs
 
