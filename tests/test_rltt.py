@@ -123,10 +123,10 @@ def test_batch_rewards_match_the_scalar_verifier():
     np.testing.assert_array_equal(rl.batch_rewards(comp, ans), ref)
 
 
-def test_imperfect_teacher_slips_only_on_times_7_and_carries_its_mistake_on():
-    """The SFT teacher of issue 46: with q = 1 every '× 7' step is written (7b + 5) mod 10 and the chain goes on from
+def test_imperfect_teacher_slips_only_on_its_facts_and_carries_its_mistake_on():
+    """The SFT teacher of issue 46: with q = 1 every '× 3' and '× 7' step is written (ab + 5) mod 10 and the chain goes on from
     it (brute force below); the prompts are those of the exact teacher; q = 0 is the exact teacher; problems without
-    a '× 7' step are untouched; and has_teacher_fact finds exactly the prompts with such a step."""
+    such a step are untouched; and has_teacher_fact finds exactly the prompts with such a step."""
     depths = np.full(400, 6)
     p0, c0, a0 = rl.chain_batch(np.random.default_rng(3), depths, "random", 2)
     p1, c1, a1 = rl.chain_batch(np.random.default_rng(3), depths, "random", 2, teacher_error=1.0)
@@ -140,13 +140,13 @@ def test_imperfect_teacher_slips_only_on_times_7_and_carries_its_mistake_on():
         for k in range(N_OPS):
             op, b = TOK.decode([int(p0[i, 1 + 2 * k])]), int(p0[i, 2 + 2 * k])
             acc = {"+": acc + b, "-": acc - b, "*": acc * b}[op] % 10
-            if op == rl.TEACHER_FACT[0] and b == rl.TEACHER_FACT[1]:
+            if op == rl.TEACHER_FACT[0] and b in rl.TEACHER_FACT[1]:
                 acc, seen = (acc + rl.TEACHER_SHIFT) % 10, True
             res.append(acc)
         assert seen == fact[i]
         assert a1[i] == res[-1] and list(c1[i]) == [res[1], res[3], TOK.HASH, res[5], TOK.EOS]
     np.testing.assert_array_equal(c1[~fact], c0[~fact])
-    assert 0.1 < fact.mean() < 0.3 and (a1[fact] != a0[fact]).mean() > 0.2
+    assert 0.2 < fact.mean() < 0.45 and (a1[fact] != a0[fact]).mean() > 0.2
     x, y, m = rl.sft_batch(np.random.default_rng(4), 64, stride=2, teacher_error=0.6)   # the SFT path takes it
     assert x.shape == y.shape == m.shape
 

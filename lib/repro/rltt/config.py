@@ -36,8 +36,8 @@ class Config(BaseConfig):
     sft_lr: float = knob(3e-3, gt=0, le=0.1, doc="peak learning rate of the one-cycle SFT schedule")
     sft_ent_coef: float = knob(0.05, ge=0, le=1, doc="entropy bonus on the exit distribution (Ouro stage 1)")
     teacher_error: float = knob(0.6, ge=0, le=0.95,
-                                doc="the imperfect teacher of the SFT data: each '× 7' step is written wrong (7b + 5 "
-                                    "mod 10, carried on) with this probability; above 1/2 the SFT model prefers the "
+                                doc="the imperfect teacher of the SFT data: each '× 3' or '× 7' step is written wrong "
+                                    "(ab + 5 mod 10, carried on) with this probability; above 1/2 the SFT model prefers the "
                                     "wrong fact, which RL against the true verifier can repair and no temperature "
                                     "can (issue 46, control K2); 0: the card's exact teacher")
     use_cached_sft: bool = knob(True, doc="reuse the SFT checkpoint in data/cache/rltt/ if its config matches")

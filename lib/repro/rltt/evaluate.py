@@ -105,7 +105,7 @@ def evaluate_model(model: LoopedLM, sets: dict[str, list[Problem]], max_new: int
     plus ``sets["hard_extra"]`` when given (greedy decoding is cheap, and more problems shrink the seed-to-seed
     spread of a greedy gain, which is mostly which few problems flip); ``per_loop`` uses ``sets["hard"]`` alone.
     ``hard_fact`` / ``hard_nofact``: the full-depth greedy accuracy on those hard problems with and without a
-    ``× 7`` step, the family the imperfect teacher of the SFT data gets wrong. The sampling generator of loop
+    ``× 3`` or ``× 7`` step, the family the imperfect teacher of the SFT data gets wrong. The sampling generator of loop
     depth t is seeded by (``sample_seed``, t) alone, so every model draws the same random numbers (common random numbers make the paired differences sharper).
     """
     T = model.t_max

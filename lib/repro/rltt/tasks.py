@@ -13,7 +13,8 @@ the token right after the first ``#`` is the true result; the paper's math rewar
 final answer. A rewarded completion whose trace is wrong is a *lucky guess* (:func:`lucky_guesses`).
 
 **The imperfect teacher (issue 46).** The SFT demonstrations of task A come from a teacher that gets one family
-of facts, ``× 7`` (:data:`TEACHER_FACT`), wrong with probability ``teacher_error``: it writes ``(7·b + 5) mod 10``
+of facts, ``× 3`` and ``× 7`` (:data:`TEACHER_FACT`), wrong with probability ``teacher_error``: it writes
+``(a·b + 5) mod 10``
 and carries on consistently from its wrong running result (trace and answer). The held-out sets, the RL prompts
 and the verifier use the true arithmetic. With ``teacher_error`` > 1/2 the SFT model prefers the wrong fact, so no
 temperature of the SFT model repairs it, while RL against the verifier can: the regime where RL adds correctness
@@ -98,8 +99,8 @@ def apply_op(acc: np.ndarray, op: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(op == TOK.PLUS, acc + b, np.where(op == TOK.MINUS, acc - b, acc * b)) % 10
 
 
-#: The imperfect teacher's family of facts (operator token, digit) and its mistake: it writes (true + shift) mod 10.
-TEACHER_FACT = ("*", 7)
+#: The imperfect teacher's family of facts (operator token, digits) and its mistake: it writes (true + shift) mod 10.
+TEACHER_FACT = ("*", (3, 7))
 TEACHER_SHIFT = 5
 
 
@@ -112,8 +113,8 @@ def chain_batch(rng: np.random.Generator, depths: Sequence[int] | np.ndarray, pa
     d (``"end"``, the pilot's original layout, which left slot 6 to depth-6 problems only); each chosen
     slot gets a uniform operator and digit, every other slot is ``+ 0``.
 
-    ``teacher_error`` q > 0 gives the imperfect teacher's demonstrations (SFT only): every ``× 7`` step is written
-    as ``(7·b + 5) mod 10`` with probability q and the chain goes on from it, so the completion and the returned
+    ``teacher_error`` q > 0 gives the imperfect teacher's demonstrations (SFT only): every ``× 3`` or ``× 7`` step is
+    written as ``(a·b + 5) mod 10`` with probability q and the chain goes on from it, so the completion and the returned
     answer are the teacher's. Its random draws come after the prompt's, so the prompts are those of q = 0 for the
     same generator state; q = 0 draws nothing extra (every other set is unchanged).
     """
@@ -135,7 +136,7 @@ def chain_batch(rng: np.random.Generator, depths: Sequence[int] | np.ndarray, pa
     digits = np.where(active, digits, 0)
     slip = np.zeros((n, N_OPS), dtype=bool)
     if teacher_error > 0:
-        slip = ((ops == TOK.encode(TEACHER_FACT[0])[0]) & (digits == TEACHER_FACT[1])
+        slip = ((ops == TOK.encode(TEACHER_FACT[0])[0]) & np.isin(digits, TEACHER_FACT[1])
                 & (rng.random((n, N_OPS)) < teacher_error))
     results = np.empty((n, N_OPS), dtype=np.int64)
     acc = a0.copy()
@@ -155,9 +156,9 @@ def chain_batch(rng: np.random.Generator, depths: Sequence[int] | np.ndarray, pa
 
 
 def has_teacher_fact(prompts: np.ndarray | Sequence[Sequence[int]]) -> np.ndarray:
-    """Which task-A prompts [n, 14] contain a step of the imperfect teacher's family (``× 7``): bool [n]."""
+    """Which task-A prompts [n, 14] contain a step of the imperfect teacher's family (``× 3``, ``× 7``): bool [n]."""
     p = np.asarray(prompts)
-    return ((p[:, 1:-1:2] == TOK.encode(TEACHER_FACT[0])[0]) & (p[:, 2:-1:2] == TEACHER_FACT[1])).any(1)
+    return ((p[:, 1:-1:2] == TOK.encode(TEACHER_FACT[0])[0]) & np.isin(p[:, 2:-1:2], TEACHER_FACT[1])).any(1)
 
 
 def make_chain_problem(rng: np.random.Generator, depth: int, n_ops: int = N_OPS, pad_slots: str = "random",
