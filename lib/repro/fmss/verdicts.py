@@ -386,7 +386,8 @@ def claim_c4c(s: dict) -> dict:
         + "; ".join(s["exception list"][:5]))
     return dict(holds=holds, threshold=f"|rate − SLEM| ≤ {C4C_TOL:g} except near-defective (κ ≥ 20) or too fast to fit",
                 numbers={k: s[k] for k in ("policies", "max |rate − SLEM|", "rate exceptions",
-                                           "unexplained exceptions", "exception list")},
+                                           "unexplained exceptions", "exception list",
+                                           "near-defective policies by method") if k in s},
                 reason=reason)
 
 
